@@ -1,0 +1,135 @@
+"""The simulated clock: what a run would take on a modelled network.
+
+Every rank keeps its own clock ``now``. A message of ``n`` bytes from a sender whose clock
+reads ``t`` leaves at ``max(t, out_free)`` and arrives ``alpha + n * beta`` later, or
+later still if the receiver is busy taking another message: each endpoint sends one
+message at a time and receives one message at a time (full duplex), so a rank that many
+others send to (a parameter server) becomes a bottleneck::
+
+    depart  = max(now_s, out_free_s);            out_free_s = depart + T(n)
+    arrive  = max(depart, in_free_r) + T(n);     in_free_r  = arrive
+    now_r   = max(now_r, arrive)                 (when the receiver takes the message)
+
+with ``T(n) = alpha + n * beta`` from the slower of the two endpoints' links. A native
+collective starts when the last rank arrives (``max`` of the clocks) and lasts its closed
+form from :mod:`commlab.net.cost`.
+
+Compute enters the clock explicitly, so that the same seed gives the same simulated
+time: ``comm.compute(seconds=...)`` or ``comm.compute(flops=...)`` at the network's FLOP
+rate. ``Network(measure_compute=True)`` instead adds the thread CPU time spent between
+communication calls (real but not reproducible).
+"""
+from __future__ import annotations
+
+import time
+
+from . import cost
+from .link import LinkModel, get_link
+
+
+class Network:
+    """A network model for a run: a link for every rank, a compute rate, per-rank slowdowns.
+
+    link: a LinkModel or profile name ("10GbE", "100GbIB", ...).
+    links: optional {rank: link} overrides (a rank on a slow link).
+    flops: compute rate in FLOP/s used by ``comm.compute(flops=...)``.
+    slowdown: optional {rank: factor} multiplying that rank's compute time (a straggler).
+    measure_compute: add measured thread CPU time between communication calls.
+    """
+
+    def __init__(self, link="10GbE", links=None, flops: float | None = None, slowdown=None,
+                 measure_compute: bool = False):
+        self.link = get_link(link)
+        self.links = {int(r): get_link(l) for r, l in (links or {}).items()}
+        if flops is not None and not flops > 0:
+            raise ValueError(f"flops must be a positive FLOP/s rate, got {flops!r}")
+        self.flops = flops
+        self.slowdown = {int(r): float(f) for r, f in (slowdown or {}).items()}
+        for r, f in self.slowdown.items():
+            if not f > 0:
+                raise ValueError(f"slowdown of rank {r} must be > 0, got {f!r}")
+        self.measure_compute = measure_compute
+
+    def link_of(self, rank: int) -> LinkModel:
+        return self.links.get(rank, self.link)
+
+    def message_time(self, src: int, dst: int, nbytes: float) -> float:
+        a, b = self.link_of(src), self.link_of(dst)
+        return max(a.alpha, b.alpha) + nbytes * max(a.beta, b.beta)
+
+    def clock(self, rank: int) -> "Clock":
+        return Clock(self, rank)
+
+    def __repr__(self) -> str:
+        return f"Network({self.link.name}, flops={self.flops}, slow links={len(self.links)}, slowdown={self.slowdown})"
+
+
+def as_network(net) -> Network | None:
+    """None, a profile name, a LinkModel or a Network -> Network or None."""
+    if net is None or isinstance(net, Network):
+        return net
+    return Network(net)
+
+
+class Clock:
+    """One rank's simulated clock (see the module docstring for the rules)."""
+
+    def __init__(self, network: Network, rank: int):
+        self.network = network
+        self.rank = rank
+        self.now = 0.0
+        self.out_free = 0.0
+        self.in_free = 0.0
+        self._cpu_mark = time.thread_time() if network.measure_compute else None
+
+    def _measure(self) -> None:
+        if self._cpu_mark is not None:
+            t = time.thread_time()
+            self.compute(seconds=t - self._cpu_mark)
+            self._cpu_mark = t
+
+    def _remark(self) -> None:
+        if self._cpu_mark is not None:
+            self._cpu_mark = time.thread_time()
+
+    def compute(self, seconds: float | None = None, flops: float | None = None) -> None:
+        if (seconds is None) == (flops is None):
+            raise ValueError("compute() takes exactly one of seconds= or flops=")
+        if flops is not None:
+            if self.network.flops is None:
+                raise ValueError("compute(flops=...) needs Network(flops=<FLOP/s>) to convert FLOPs to seconds")
+            seconds = flops / self.network.flops
+        if seconds < 0:
+            raise ValueError(f"compute time must be >= 0, got {seconds!r}")
+        self.now += seconds * self.network.slowdown.get(self.rank, 1.0)
+
+    def send(self, dst: int, nbytes: int) -> float:
+        self._measure()
+        depart = max(self.now, self.out_free)
+        self.out_free = depart + self.network.message_time(self.rank, dst, nbytes)
+        self._remark()
+        return depart
+
+    def recv(self, src: int, nbytes: int, depart: float) -> None:
+        self._measure()
+        arrive = max(depart, self.in_free) + self.network.message_time(src, self.rank, nbytes)
+        self.in_free = arrive
+        self.now = max(self.now, arrive)
+        self._remark()
+
+    def ready(self) -> float:
+        """When this rank could start a collective: its clock and both links are free."""
+        return max(self.now, self.out_free, self.in_free)
+
+    def collective(self, start: float, name: str, nbytes: int, world_size: int) -> None:
+        """Advance to the end of a native collective that starts at ``start`` (max of clocks)."""
+        self._measure()
+        link = self.network.link
+        if self.network.links:  # a collective goes at the pace of its slowest link
+            link = max([link, *self.network.links.values()], key=lambda l: (l.beta, l.alpha))
+        self.now = start + cost.native(name, nbytes, world_size, link)
+        self.out_free = self.in_free = self.now
+        self._remark()
+
+    def __repr__(self) -> str:
+        return f"Clock(rank {self.rank}, now={self.now:.6g} s)"

@@ -1,0 +1,120 @@
+"""Closed-form communication times in the alpha-beta model (Hockney 1994).
+
+``n`` is the message size in bytes (the whole vector for collectives), ``p`` the number
+of ranks, ``link`` a :class:`LinkModel` with latency alpha and seconds per byte beta.
+Reduction arithmetic is taken as free (the gamma term of Thakur, Rabenseifner and
+Gropp 2005 is left out; on modern hardware it is small next to beta).
+
+Formulas (T(n) = alpha + n * beta):
+
+* point to point:               T(n)
+* broadcast, binomial tree:     ceil(log2 p) * T(n)
+* reduce, binomial tree:        ceil(log2 p) * T(n)
+* all-reduce, naive:            2 (p - 1) * T(n)          (p-1 messages into a root, p-1 out)
+* all-reduce, ring:             2 (p - 1) * T(n / p)      (Patarasuk and Yuan 2009)
+* all-reduce, binomial tree:    2 ceil(log2 p) * T(n)     (reduce, then broadcast)
+* all-reduce, halving-doubling: 2 log2(p) alpha + 2 (p - 1)/p n beta  (Rabenseifner; p = 2^k)
+* all-gather, ring:             (p - 1) * T(n_per_rank)
+* parameter server, single:     2 p * T(n)                (p pushes into one server, p pulls out)
+* parameter server, S shards:   2 * max(p T(n/S), S T(n/S))  (each server takes p pieces of n/S;
+                                                          each worker sends S of them)
+* gossip step, degree d:        d * T(n)                  (send to and take from d neighbours)
+
+The simulated clock (:mod:`commlab.net.clock`) reproduces these when the patterns are run
+message by message; ``tests/test_cost.py`` checks that they agree.
+"""
+from __future__ import annotations
+
+import math
+
+from .link import LinkModel, get_link
+
+
+def _log2_ceil(p: int) -> int:
+    return math.ceil(math.log2(p)) if p > 1 else 0
+
+
+def _check(p: int) -> None:
+    if not isinstance(p, int) or p < 1:
+        raise ValueError(f"number of ranks p must be an integer >= 1, got {p!r}")
+
+
+def p2p(n: float, link) -> float:
+    return get_link(link).time(n)
+
+
+def broadcast(n: float, p: int, link) -> float:
+    _check(p)
+    return _log2_ceil(p) * get_link(link).time(n)
+
+
+def reduce(n: float, p: int, link) -> float:
+    _check(p)
+    return _log2_ceil(p) * get_link(link).time(n)
+
+
+def allreduce_naive(n: float, p: int, link) -> float:
+    _check(p)
+    return 2 * (p - 1) * get_link(link).time(n)
+
+
+def allreduce_ring(n: float, p: int, link) -> float:
+    _check(p)
+    return 2 * (p - 1) * get_link(link).time(n / p)
+
+
+def allreduce_tree(n: float, p: int, link) -> float:
+    _check(p)
+    return 2 * _log2_ceil(p) * get_link(link).time(n)
+
+
+def allreduce_halving_doubling(n: float, p: int, link) -> float:
+    _check(p)
+    l = get_link(link)
+    return 2 * _log2_ceil(p) * l.alpha + 2 * (p - 1) / p * n * l.beta
+
+
+def allgather_ring(n_per_rank: float, p: int, link) -> float:
+    _check(p)
+    return (p - 1) * get_link(link).time(n_per_rank)
+
+
+def ps_single(n: float, workers: int, link) -> float:
+    _check(workers)
+    return 2 * workers * get_link(link).time(n)
+
+
+def ps_sharded(n: float, workers: int, shards: int, link) -> float:
+    _check(workers)
+    _check(shards)
+    piece = get_link(link).time(n / shards)
+    return 2 * max(workers, shards) * piece
+
+
+def gossip_step(n: float, degree: int, link) -> float:
+    if degree < 0:
+        raise ValueError(f"degree must be >= 0, got {degree!r}")
+    return degree * get_link(link).time(n)
+
+
+ALLREDUCE = {"naive": allreduce_naive, "ring": allreduce_ring, "tree": allreduce_tree,
+             "halving_doubling": allreduce_halving_doubling}
+
+
+def allreduce(n: float, p: int, link, algorithm: str = "ring") -> float:
+    if algorithm not in ALLREDUCE:
+        raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; valid: {', '.join(ALLREDUCE)}")
+    return ALLREDUCE[algorithm](n, p, link)
+
+
+def native(name: str, n: float, p: int, link: LinkModel) -> float:
+    """How the clock charges a runtime's native collective (see commlab.runtime.comm)."""
+    if name == "all_reduce":
+        return allreduce_ring(n, p, link)
+    if name == "all_gather":
+        return allgather_ring(n, p, link)
+    if name == "broadcast":
+        return broadcast(n, p, link)
+    if name == "barrier":
+        return _log2_ceil(p) * link.alpha
+    raise ValueError(f"no cost for collective {name!r}; valid: all_reduce, all_gather, broadcast, barrier")

@@ -1,0 +1,242 @@
+"""The one interface every algorithm talks to: :class:`Comm`.
+
+A ``Comm`` is one rank's view of the world. It offers point-to-point messages
+(``send``, ``recv``, ``recv_any``, ``isend``, ``irecv``) and the native collectives
+(``all_reduce``, ``all_gather``, ``broadcast``, ``barrier``). Subclasses provide the
+transport (threads in one process, or torch.distributed with Gloo or NCCL); this base
+class adds what every transport shares:
+
+* ``comm.stats``: bytes and messages sent and received by this rank (payload bytes, the
+  tensor's ``numel * element_size``: what would really cross the wire).
+* ``comm.clock``: a simulated clock (:class:`commlab.net.Clock`) when the run was given a
+  network model, else ``None``. Every message advances it by the link model
+  ``alpha + n * beta``; compute enters it through :meth:`compute`.
+
+Native collectives are charged on the clock and in the counters as the ring algorithm
+would be (Patarasuk and Yuan 2009): the transport's own algorithm is not visible to us.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+REDUCE_OPS = ("sum", "avg", "max", "min", "prod")
+
+
+@dataclass
+class CommStats:
+    """Per-rank traffic counters: payload bytes and message counts."""
+
+    bytes_sent: int = 0
+    bytes_recv: int = 0
+    msgs_sent: int = 0
+    msgs_recv: int = 0
+
+    def reset(self) -> None:
+        for f in fields(self):
+            setattr(self, f.name, 0)
+
+    def snapshot(self) -> "CommStats":
+        return CommStats(**{f.name: getattr(self, f.name) for f in fields(self)})
+
+    def __sub__(self, other: "CommStats") -> "CommStats":
+        return CommStats(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
+
+
+def nbytes(tensor: torch.Tensor) -> int:
+    """Bytes on the wire for a tensor payload."""
+    return tensor.numel() * tensor.element_size()
+
+
+class Work:
+    """Handle of a non-blocking operation; ``wait()`` returns its result (a tensor for irecv)."""
+
+    def __init__(self, wait_fn):
+        self._wait_fn = wait_fn
+        self._done = False
+        self._result = None
+
+    def wait(self):
+        if not self._done:
+            self._result = self._wait_fn()
+            self._done = True
+        return self._result
+
+
+def binomial_children(relative_rank: int, world_size: int) -> list[int]:
+    """Relative ranks a node sends to in a binomial-tree broadcast rooted at relative rank 0."""
+    kids, step = [], 1
+    while step < world_size:
+        if relative_rank < step and relative_rank + step < world_size:
+            kids.append(relative_rank + step)
+        step *= 2
+    return kids
+
+
+def check_op(op: str) -> str:
+    if op not in REDUCE_OPS:
+        raise ValueError(f"unknown reduce op {op!r}; valid ops: {', '.join(REDUCE_OPS)}")
+    return op
+
+
+class Comm:
+    """Base class of a rank's communicator. Subclasses implement the ``_transport_*`` hooks.
+
+    Point-to-point: ``send(t, dst)``, ``recv(src) -> Tensor``, ``recv_any() -> (src, Tensor)``,
+    ``isend(t, dst) -> Work``, ``irecv(src) -> Work``. A received tensor is new memory with
+    the sender's shape and dtype, on this rank's device.
+    Collectives: ``all_reduce(t, op)`` (in place, returns t), ``all_gather(t) -> list``,
+    ``broadcast(t, src)`` (in place), ``barrier()``.
+    """
+
+    backend = "base"
+
+    def __init__(self, rank: int, world_size: int, clock=None, device="cpu"):
+        self.rank = rank
+        self.world_size = world_size
+        self.clock = clock
+        self.device = torch.device(device)
+        self.stats = CommStats()
+
+    # ----- point to point -------------------------------------------------------------
+    def _check_peer(self, peer: int, what: str) -> None:
+        if not isinstance(peer, int) or not 0 <= peer < self.world_size:
+            raise ValueError(f"{what}={peer!r} is not a rank; valid ranks: 0..{self.world_size - 1}")
+        if peer == self.rank:
+            raise ValueError(f"rank {self.rank} cannot {what.replace('dst', 'send').replace('src', 'receive')} "
+                             f"to/from itself ({what}={peer})")
+
+    def _outgoing(self, tensor: torch.Tensor, dst: int) -> float:
+        """Count an outgoing message and return its departure time on the clock (0 without one)."""
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"can only send torch.Tensor, got {type(tensor).__name__}")
+        self._check_peer(dst, "dst")
+        n = nbytes(tensor)
+        self.stats.bytes_sent += n
+        self.stats.msgs_sent += 1
+        return self.clock.send(dst, n) if self.clock is not None else 0.0
+
+    def _incoming(self, src: int, tensor: torch.Tensor, depart: float) -> torch.Tensor:
+        n = nbytes(tensor)
+        self.stats.bytes_recv += n
+        self.stats.msgs_recv += 1
+        if self.clock is not None:
+            self.clock.recv(src, n, depart)
+        return tensor
+
+    def send(self, tensor: torch.Tensor, dst: int, tag: int = 0) -> None:
+        """Blocking send (returns once the message is handed to the transport)."""
+        self.isend(tensor, dst, tag).wait()
+
+    def isend(self, tensor: torch.Tensor, dst: int, tag: int = 0) -> Work:
+        depart = self._outgoing(tensor, dst)
+        return self._transport_isend(tensor.detach(), dst, tag, depart)
+
+    def recv(self, src: int, tag: int = 0) -> torch.Tensor:
+        """Blocking receive of the next message from ``src`` with ``tag``."""
+        self._check_peer(src, "src")
+        return self.irecv(src, tag).wait()
+
+    def irecv(self, src: int, tag: int = 0) -> Work:
+        self._check_peer(src, "src")
+        pending = self._transport_irecv(src, tag)
+
+        def finish():
+            _, tensor, depart = pending()
+            return self._incoming(src, tensor, depart)
+
+        return Work(finish)
+
+    def recv_any(self, tag: int = 0) -> tuple[int, torch.Tensor]:
+        """Blocking receive from whichever rank's message comes first; returns (src, tensor)."""
+        src, tensor, depart = self._transport_recv_any(tag)
+        return src, self._incoming(src, tensor, depart)
+
+    # ----- collectives ----------------------------------------------------------------
+    def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        """Reduce ``tensor`` over all ranks in place (op: sum, avg, max, min, prod).
+
+        Charged as a ring: each rank sends and receives 2(N-1) chunks of n/N bytes."""
+        check_op(op)
+        n, p = nbytes(tensor), self.world_size
+        chunk = 2 * (p - 1) * n / p
+        self._charge("all_reduce", n, chunk, chunk, 2 * (p - 1), 2 * (p - 1))
+        self._transport_all_reduce(tensor, op)
+        return tensor
+
+    def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        """Every rank's tensor (same shape on all ranks), as a list indexed by rank.
+
+        Charged as a ring: each rank sends and receives N-1 blocks of n bytes."""
+        n, p = nbytes(tensor), self.world_size
+        self._charge("all_gather", n, (p - 1) * n, (p - 1) * n, p - 1, p - 1)
+        return self._transport_all_gather(tensor)
+
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        """Copy ``src``'s tensor into ``tensor`` on every rank (in place).
+
+        Charged as a binomial tree: ceil(log2 N) rounds; a rank sends one copy per child."""
+        if not isinstance(src, int) or not 0 <= src < self.world_size:
+            raise ValueError(f"src={src!r} is not a rank; valid ranks: 0..{self.world_size - 1}")
+        n = nbytes(tensor)
+        kids = len(binomial_children((self.rank - src) % self.world_size, self.world_size))
+        got = 0 if self.rank == src else 1
+        self._charge("broadcast", n, kids * n, got * n, kids, got)
+        self._transport_broadcast(tensor, src)
+        return tensor
+
+    def barrier(self) -> None:
+        self._charge("barrier", 0, 0, 0, 0, 0)
+        self._transport_barrier()
+
+    def _charge(self, name, n, sent, received, msgs_sent, msgs_recv) -> None:
+        """Count a collective's traffic and advance every clock to max(clocks) + its closed form."""
+        self.stats.bytes_sent += int(round(sent))
+        self.stats.bytes_recv += int(round(received))
+        self.stats.msgs_sent += msgs_sent
+        self.stats.msgs_recv += msgs_recv
+        if self.clock is not None:
+            start = self._max_clock(self.clock.ready())
+            self.clock.collective(start, name, n, self.world_size)
+
+    # ----- compute and time -----------------------------------------------------------
+    def compute(self, seconds: float | None = None, flops: float | None = None) -> None:
+        """Advance the simulated clock by local compute: given seconds, or FLOPs at the
+        network model's compute rate. Without a clock this is a no-op."""
+        if self.clock is not None:
+            self.clock.compute(seconds=seconds, flops=flops)
+
+    @property
+    def now(self) -> float:
+        """Simulated seconds on this rank (0.0 when the run has no network model)."""
+        return self.clock.now if self.clock is not None else 0.0
+
+    # ----- transport hooks ------------------------------------------------------------
+    def _max_clock(self, value: float) -> float:
+        raise NotImplementedError
+
+    def _transport_isend(self, tensor, dst, tag, depart) -> Work:
+        raise NotImplementedError
+
+    def _transport_irecv(self, src, tag):
+        """Return a callable that blocks and returns (src, tensor, depart)."""
+        raise NotImplementedError
+
+    def _transport_recv_any(self, tag):
+        raise NotImplementedError
+
+    def _transport_all_reduce(self, tensor, op):
+        raise NotImplementedError
+
+    def _transport_all_gather(self, tensor):
+        raise NotImplementedError
+
+    def _transport_broadcast(self, tensor, src):
+        raise NotImplementedError
+
+    def _transport_barrier(self):
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} rank {self.rank} of {self.world_size}>"

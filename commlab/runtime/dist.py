@@ -1,0 +1,139 @@
+"""The torch.distributed runtime: Gloo processes on CPUs, NCCL processes on GPUs.
+
+commlab writes no transport of its own: every byte goes through torch.distributed.
+A point-to-point message is a small header (dtype, shape, departure time on the
+simulated clock) followed by the payload, so a receiver needs to know nothing in
+advance and a shape mismatch is an error, never a silently wrong buffer. Headers use
+tag ``2 * tag`` and payloads ``2 * tag + 1`` (NCCL has no tags and relies on per-pair
+ordering instead). Only payload bytes are counted in ``comm.stats``.
+
+A non-blocking receive posts the header at once and the payload when waited on, so
+wait for receives from the same source and tag in the order they were posted.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from .comm import Comm, Work
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+          torch.int16, torch.int8, torch.uint8, torch.bool]
+MAX_DIMS = 8
+HEADER = 3 + MAX_DIMS  # dtype code, ndim, shape..., departure time
+
+OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX,
+       "min": dist.ReduceOp.MIN, "prod": dist.ReduceOp.PRODUCT}
+
+
+class DistComm(Comm):
+    """A rank of a torch.distributed process group (backend "gloo" or "nccl")."""
+
+    def __init__(self, rank: int, world_size: int, backend: str, clock=None, device="cpu"):
+        super().__init__(rank, world_size, clock, device)
+        self.backend = backend
+        self._tags = backend != "nccl"
+
+    # ----- headers --------------------------------------------------------------------
+    def _header(self, tensor: torch.Tensor, depart: float) -> torch.Tensor:
+        if tensor.dtype not in DTYPES:
+            raise TypeError(f"cannot send dtype {tensor.dtype}; valid: {', '.join(map(str, DTYPES))}")
+        if tensor.dim() > MAX_DIMS:
+            raise ValueError(f"cannot send a tensor of {tensor.dim()} dimensions; at most {MAX_DIMS}")
+        h = torch.zeros(HEADER, dtype=torch.float64)
+        h[0], h[1], h[-1] = DTYPES.index(tensor.dtype), tensor.dim(), depart
+        h[2:2 + tensor.dim()] = torch.tensor(tensor.shape, dtype=torch.float64)
+        return h.to(self.device)
+
+    @staticmethod
+    def _parse(h: torch.Tensor):
+        h = h.cpu().tolist()
+        ndim = int(h[1])
+        return DTYPES[int(h[0])], tuple(int(s) for s in h[2:2 + ndim]), h[-1]
+
+    def _kw(self, tag: int, payload: bool) -> dict:
+        return {"tag": 2 * tag + int(payload)} if self._tags else {}
+
+    # ----- point to point -------------------------------------------------------------
+    def _transport_isend(self, tensor, dst, tag, depart):
+        header = self._header(tensor, depart)
+        payload = tensor.to(self.device).contiguous()
+        works = [dist.isend(header, dst, **self._kw(tag, False))]
+        if payload.numel():
+            works.append(dist.isend(payload, dst, **self._kw(tag, True)))
+
+        def finish(keep=(header, payload)):  # keep the buffers alive until sent
+            for w in works:
+                w.wait()
+
+        return Work(finish)
+
+    def _payload(self, header, src, tag):
+        dtype, shape, depart = self._parse(header)
+        out = torch.empty(shape, dtype=dtype, device=self.device)
+        if out.numel():
+            dist.recv(out, src, **self._kw(tag, True))
+        return src, out, depart
+
+    def _transport_irecv(self, src, tag):
+        header = torch.empty(HEADER, dtype=torch.float64, device=self.device)
+        work = dist.irecv(header, src, **self._kw(tag, False))
+
+        def finish():
+            work.wait()
+            return self._payload(header, src, tag)
+
+        return finish
+
+    def _transport_recv_any(self, tag):
+        if self.backend == "nccl":
+            raise NotImplementedError("NCCL cannot receive from any source; use recv(src) or the gloo runtime")
+        header = torch.empty(HEADER, dtype=torch.float64)
+        src = dist.recv(header, None, **self._kw(tag, False))
+        return self._payload(header, src, tag)
+
+    # ----- collectives ----------------------------------------------------------------
+    def _max_clock(self, value):
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.item()
+
+    def _check_same(self, tensor, what):
+        """One tiny MAX all-reduce tells every rank whether all shapes agree."""
+        n = float(tensor.numel())
+        code = float(DTYPES.index(tensor.dtype)) if tensor.dtype in DTYPES else -1.0
+        t = torch.tensor([n, -n, code, -code], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        if t[0] != -t[1] or t[2] != -t[3]:
+            raise ValueError(f"{what} needs the same size and dtype on every rank; rank {self.rank} has "
+                             f"{tuple(tensor.shape)} {tensor.dtype}, and sizes range from {-t[1].item():g} "
+                             f"to {t[0].item():g} elements")
+
+    def _transport_all_reduce(self, tensor, op):
+        self._check_same(tensor, "all_reduce")
+        buf = tensor if tensor.device == self.device and tensor.is_contiguous() else tensor.to(self.device).contiguous()
+        dist.all_reduce(buf, op=OPS[op])
+        if op == "avg":
+            buf.div_(self.world_size) if buf.is_floating_point() else buf.floor_divide_(self.world_size)
+        if buf is not tensor:
+            tensor.copy_(buf)
+
+    def _transport_all_gather(self, tensor):
+        self._check_same(tensor, "all_gather")
+        buf = tensor.to(self.device).contiguous()
+        out = [torch.empty_like(buf) for _ in range(self.world_size)]
+        dist.all_gather(out, buf)
+        return out
+
+    def _transport_broadcast(self, tensor, src):
+        self._check_same(tensor, "broadcast")
+        buf = tensor if tensor.device == self.device and tensor.is_contiguous() else tensor.to(self.device).contiguous()
+        dist.broadcast(buf, src)
+        if buf is not tensor:
+            tensor.copy_(buf)
+
+    def _transport_barrier(self):
+        if self.backend == "nccl":
+            dist.barrier(device_ids=[self.device.index])
+        else:
+            dist.barrier()

@@ -1,0 +1,208 @@
+"""``launch(fn, world_size, runtime=...)``: start ranks, run ``fn(comm, *args)`` on each,
+return the results by rank.
+
+* ``threads``: ranks are threads of this process (functions from a notebook cell work).
+* ``gloo``: one process per rank over torch.distributed with Gloo, on CPUs. On Linux the
+  processes are forked (fast, notebook functions work); elsewhere they are spawned and
+  ``fn`` must be importable from a module.
+* ``nccl``: one spawned process per GPU over torch.distributed with NCCL.
+* Under ``torchrun`` (RANK and WORLD_SIZE in the environment) with gloo or nccl, this
+  process is one rank of the job; every process gets the full list of results.
+
+A rank that raises makes ``launch`` raise :class:`RankError` naming it, with its traceback,
+and tear the others down (threads leave their waits, processes are killed). A rank that
+waits longer than ``timeout`` seconds for a peer raises :class:`CommTimeout`.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import sys
+import threading
+import time
+import traceback
+from datetime import timedelta
+
+import torch
+
+from ..net.clock import as_network
+from .errors import Aborted, CommTimeout, RankError
+from .threads import ThreadComm, World
+
+RUNTIMES = ("threads", "gloo", "nccl")
+
+
+def _check(fn, world_size, runtime, timeout):
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r}; valid runtimes: {', '.join(RUNTIMES)}")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable as fn(comm, *args), got {type(fn).__name__}")
+    if not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    if runtime == "nccl":
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if gpus == 0:
+            raise RuntimeError("runtime 'nccl' needs CUDA GPUs and none is visible; "
+                               "valid runtimes here: 'threads', 'gloo'")
+        if world_size > gpus and "LOCAL_RANK" not in os.environ:
+            raise ValueError(f"runtime 'nccl' runs one rank per GPU: world_size={world_size} but "
+                             f"{gpus} GPU(s) are visible")
+
+
+def under_torchrun() -> bool:
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ
+
+
+def launch(fn, world_size: int | None = None, runtime: str = "threads", net=None, timeout: float = 60.0,
+           args: tuple = (), start_method: str | None = None) -> list:
+    """Run ``fn(comm, *args)`` on ``world_size`` ranks and return the results by rank.
+
+    net: None, a link profile name, a LinkModel or a Network: gives each rank a simulated
+    clock (``comm.clock``). timeout: seconds a rank may wait for a peer before the run fails.
+    """
+    network = as_network(net)
+    if runtime in ("gloo", "nccl") and under_torchrun():
+        env_size = int(os.environ["WORLD_SIZE"])
+        if world_size not in (None, env_size):
+            raise ValueError(f"world_size={world_size} but torchrun started WORLD_SIZE={env_size} ranks")
+        _check(fn, env_size, runtime, timeout)
+        return _run_torchrun(fn, runtime, network, timeout, args)
+    world_size = 1 if world_size is None else world_size
+    _check(fn, world_size, runtime, timeout)
+    if runtime == "threads":
+        return _run_threads(fn, world_size, network, timeout, args)
+    return _run_processes(fn, world_size, runtime, network, timeout, args, start_method)
+
+
+# ----- threads ---------------------------------------------------------------------------
+def _run_threads(fn, world_size, network, timeout, args):
+    world = World(world_size, timeout)
+    results, errors = [None] * world_size, {}
+
+    def body(rank):
+        comm = ThreadComm(world, rank, network.clock(rank) if network else None)
+        try:
+            results[rank] = fn(comm, *args)
+        except BaseException as e:  # noqa: BLE001 - reported to the caller below
+            if not isinstance(e, Aborted):
+                errors[rank] = (e, traceback.format_exc())
+            world.abort.set()
+            with world.lock:
+                world.lock.notify_all()
+
+    threads = [threading.Thread(target=body, args=(r,), name=f"commlab-rank{r}", daemon=True)
+               for r in range(world_size)]
+    for t in threads:
+        t.start()
+    while not world.abort.is_set() and any(t.is_alive() for t in threads):
+        time.sleep(0.005)
+    deadline = time.monotonic() + 2.0  # ranks blocked in commlab calls leave within a poll
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if errors:
+        rank = min(errors, key=lambda r: (isinstance(errors[r][0], CommTimeout), r))
+        exc, tb = errors[rank]
+        raise RankError(rank, f"{type(exc).__name__}: {exc}", tb) from exc
+    return results
+
+
+# ----- processes -------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _make_comm(rank, world_size, backend, network, timeout, init_method, local_rank):
+    from .dist import DistComm
+    import torch.distributed as dist
+
+    device = "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+        device = f"cuda:{local_rank}"
+    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=timeout))
+    return DistComm(rank, world_size, backend, network.clock(rank) if network else None, device)
+
+
+def _child(rank, world_size, backend, init_method, fn, args, network, timeout, queue, threads):
+    import torch.distributed as dist
+
+    torch.set_num_threads(threads)
+    try:
+        comm = _make_comm(rank, world_size, backend, network, timeout, init_method, rank)
+        queue.put(("ok", rank, pickle.dumps(fn(comm, *args))))
+        dist.destroy_process_group()
+    except BaseException as e:  # noqa: BLE001 - sent to the parent
+        queue.put(("err", rank, f"{type(e).__name__}: {e}", traceback.format_exc()))
+
+
+def _start_method(runtime, fn, start_method):
+    if start_method is not None:
+        return start_method
+    if runtime == "gloo" and sys.platform.startswith("linux") and not torch.cuda.is_initialized():
+        return "fork"
+    try:
+        pickle.dumps(fn)
+    except Exception as e:
+        raise RuntimeError(
+            f"{getattr(fn, '__qualname__', fn)!r} cannot be sent to spawned processes ({e}). Define it in an "
+            f"importable module (a .py file) and import it, or use runtime='threads'.") from e
+    return "spawn"
+
+
+def _run_processes(fn, world_size, runtime, network, timeout, args, start_method):
+    import torch.multiprocessing as mp
+
+    method = _start_method(runtime, fn, start_method)
+    ctx = mp.get_context(method)
+    queue = ctx.Queue()
+    init_method = f"tcp://127.0.0.1:{_free_port()}"
+    threads = 1 if method == "fork" else max(1, (os.cpu_count() or 1) // world_size)
+    procs = [ctx.Process(target=_child, name=f"commlab-rank{r}", daemon=True,
+                         args=(r, world_size, runtime, init_method, fn, args, network, timeout, queue, threads))
+             for r in range(world_size)]
+    for p in procs:
+        p.start()
+    results, done = [None] * world_size, set()
+    try:
+        while len(done) < world_size:
+            try:
+                msg = queue.get(timeout=0.05)
+            except Exception:  # queue.Empty
+                for r, p in enumerate(procs):
+                    if r not in done and p.exitcode is not None and queue.empty():
+                        time.sleep(0.2)  # give its last message a moment to arrive
+                        if queue.empty():
+                            raise RankError(r, f"process exited with code {p.exitcode} without a result")
+                continue
+            if msg[0] == "err":
+                raise RankError(msg[1], msg[2], msg[3])
+            results[msg[1]] = pickle.loads(msg[2])
+            done.add(msg[1])
+    finally:
+        for p in procs:
+            p.join(timeout=2.0 if len(done) == world_size else 0.0)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        queue.close()
+    return results
+
+
+# ----- torchrun --------------------------------------------------------------------------
+def _run_torchrun(fn, runtime, network, timeout, args):
+    import torch.distributed as dist
+
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    comm = _make_comm(rank, world_size, runtime, network, timeout, "env://", local_rank)
+    result = fn(comm, *args)
+    results = [None] * world_size
+    dist.all_gather_object(results, result)
+    dist.destroy_process_group()
+    return results

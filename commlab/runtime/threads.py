@@ -1,0 +1,158 @@
+"""The threads runtime: N ranks as threads of one process.
+
+Messages go through per-rank mailboxes (a list guarded by a condition variable);
+collectives meet at a shared rendezvous where the last rank to arrive combines the
+contributions in rank order, so results are deterministic. Functions defined in a
+notebook cell work, start-up takes milliseconds, and torch releases the GIL inside its
+kernels, so ranks do compute in parallel.
+
+Every wait polls an abort flag: when one rank fails, :func:`commlab.launch` sets it and
+the other ranks leave their waits with :class:`Aborted` instead of hanging. A wait that
+lasts longer than the run's timeout raises :class:`CommTimeout` naming the peer.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import torch
+
+from .comm import Comm, Work
+from .errors import Aborted, CommTimeout
+
+POLL = 0.05  # seconds between checks of the abort flag
+
+
+class World:
+    """State shared by the ranks of one threaded run."""
+
+    def __init__(self, world_size: int, timeout: float):
+        self.world_size = world_size
+        self.timeout = timeout
+        self.abort = threading.Event()
+        self.lock = threading.Condition()
+        self.mailboxes = [[] for _ in range(world_size)]  # per destination: (src, tag, tensor, depart)
+        self.generation = 0
+        self.arrived: dict[int, object] = {}
+        self.result = None
+
+    def wait_for(self, predicate, rank: int, what: str):
+        """Wait on the shared condition until predicate() is true (call with self.lock held)."""
+        deadline = time.monotonic() + self.timeout
+        while not predicate():
+            if self.abort.is_set():
+                raise Aborted(f"rank {rank}: run aborted because another rank failed")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CommTimeout(f"rank {rank} waited {self.timeout:g} s for {what}")
+            self.lock.wait(min(POLL, left))
+
+    def exchange(self, rank: int, value, combine, what: str):
+        """All ranks deposit a value; the last one computes combine(values by rank) once;
+        every rank returns that result."""
+        with self.lock:
+            gen = self.generation
+            self.arrived[rank] = value
+            if len(self.arrived) == self.world_size:
+                values = [self.arrived[r] for r in range(self.world_size)]
+                self.result = combine(values)
+                self.arrived = {}
+                self.generation += 1
+                self.lock.notify_all()
+                return self.result
+            missing = lambda: sorted(set(range(self.world_size)) - set(self.arrived))
+            self.wait_for(lambda: self.generation != gen, rank,
+                          f"{what} (ranks not there yet: {missing()})")
+            return self.result
+
+
+def _reduce(values: list[torch.Tensor], op: str) -> torch.Tensor:
+    out = values[0].clone()
+    for v in values[1:]:
+        if op in ("sum", "avg"):
+            out.add_(v)
+        elif op == "prod":
+            out.mul_(v)
+        elif op == "max":
+            torch.maximum(out, v, out=out)
+        else:
+            torch.minimum(out, v, out=out)
+    if op == "avg":
+        out.div_(len(values)) if out.is_floating_point() else out.floor_divide_(len(values))
+    return out
+
+
+def _same_shapes(values, what: str):
+    shapes = {(tuple(v.shape), v.dtype) for v in values}
+    if len(shapes) > 1:
+        detail = ", ".join(f"rank {r}: {tuple(v.shape)} {v.dtype}" for r, v in enumerate(values))
+        raise ValueError(f"{what} needs the same shape and dtype on every rank; got {detail}")
+
+
+class ThreadComm(Comm):
+    backend = "threads"
+
+    def __init__(self, world: World, rank: int, clock=None):
+        super().__init__(rank, world.world_size, clock)
+        self.world = world
+
+    # point to point: a message is (src, tag, tensor, depart); the tensor is a private copy
+    def _transport_isend(self, tensor, dst, tag, depart):
+        w = self.world
+        with w.lock:
+            if w.abort.is_set():
+                raise Aborted(f"rank {self.rank}: run aborted because another rank failed")
+            w.mailboxes[dst].append((self.rank, tag, tensor.clone(), depart))
+            w.lock.notify_all()
+        return Work(lambda: None)
+
+    def _take(self, match, what):
+        w, box = self.world, self.world.mailboxes[self.rank]
+        with w.lock:
+            found = []
+
+            def ready():
+                for i, msg in enumerate(box):
+                    if match(msg):
+                        found.append(box.pop(i))
+                        return True
+                return False
+
+            w.wait_for(ready, self.rank, what)
+            src, _, tensor, depart = found[0]
+            return src, tensor, depart
+
+    def _transport_irecv(self, src, tag):
+        return lambda: self._take(lambda m: m[0] == src and m[1] == tag,
+                                  f"a message from rank {src} (tag {tag})")
+
+    def _transport_recv_any(self, tag):
+        return self._take(lambda m: m[1] == tag, f"a message from any rank (tag {tag})")
+
+    # collectives
+    def _max_clock(self, value):
+        return self.world.exchange(self.rank, value, max, "the clocks of a collective")
+
+    def _transport_all_reduce(self, tensor, op):
+        def combine(values):
+            _same_shapes(values, "all_reduce")
+            return _reduce(values, op)
+
+        tensor.copy_(self.world.exchange(self.rank, tensor.detach(), combine, f"all_reduce({op})"))
+
+    def _transport_all_gather(self, tensor):
+        def combine(values):
+            _same_shapes(values, "all_gather")
+            return [v.clone() for v in values]
+
+        return [t.clone() for t in self.world.exchange(self.rank, tensor.detach(), combine, "all_gather")]
+
+    def _transport_broadcast(self, tensor, src):
+        def combine(values):
+            _same_shapes(values, "broadcast")
+            return values[src].clone()
+
+        tensor.copy_(self.world.exchange(self.rank, tensor.detach(), combine, f"broadcast from rank {src}"))
+
+    def _transport_barrier(self):
+        self.world.exchange(self.rank, None, lambda values: None, "barrier")
