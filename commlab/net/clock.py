@@ -27,17 +27,21 @@ from . import cost
 from .link import LinkModel, get_link
 
 
+DEFAULT_FLOPS = 1e12
+
+
 class Network:
     """A network model for a run: a link for every rank, a compute rate, per-rank slowdowns.
 
     link: a LinkModel or profile name ("10GbE", "100GbIB", ...).
     links: optional {rank: link} overrides (a rank on a slow link).
-    flops: compute rate in FLOP/s used by ``comm.compute(flops=...)``.
+    flops: compute rate in FLOP/s used by ``comm.compute(flops=...)``; the default 1e12
+        (1 TFLOP/s sustained, a modest GPU) keeps simulated compute small next to the wire.
     slowdown: optional {rank: factor} multiplying that rank's compute time (a straggler).
     measure_compute: add measured thread CPU time between communication calls.
     """
 
-    def __init__(self, link="10GbE", links=None, flops: float | None = None, slowdown=None,
+    def __init__(self, link="10GbE", links=None, flops: float | None = DEFAULT_FLOPS, slowdown=None,
                  measure_compute: bool = False):
         self.link = get_link(link)
         self.links = {int(r): get_link(l) for r, l in (links or {}).items()}

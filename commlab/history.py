@@ -1,0 +1,81 @@
+"""What a training run records, step by step, and how to look at it."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# columns that the same seed must reproduce exactly (wall time is the only one that may not)
+DETERMINISTIC = ("loss", "test_accuracy", "test_loss", "sim_time", "bytes_sent", "bytes_recv")
+
+
+@dataclass
+class History:
+    """Per-step records of a run.
+
+    loss: training loss averaged over workers; test_accuracy / test_loss: measured every
+    ``eval_every`` steps (NaN in between); sim_time: simulated seconds at the end of the
+    step (slowest rank; NaN without a network model); wall_time: real seconds since the
+    start of training; bytes_sent / bytes_recv: per step, one list entry per rank.
+    """
+
+    steps: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    test_accuracy: list[float] = field(default_factory=list)
+    test_loss: list[float] = field(default_factory=list)
+    sim_time: list[float] = field(default_factory=list)
+    wall_time: list[float] = field(default_factory=list)
+    bytes_sent: list[list[int]] = field(default_factory=list)
+    bytes_recv: list[list[int]] = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def to_dataframe(self):
+        """One row per step; bytes as the mean and max over ranks, and cumulative."""
+        import pandas as pd
+
+        df = pd.DataFrame({
+            "step": self.steps, "loss": self.loss, "test_accuracy": self.test_accuracy,
+            "test_loss": self.test_loss, "sim_time": self.sim_time, "wall_time": self.wall_time,
+            "bytes_sent_mean": [sum(b) / len(b) for b in self.bytes_sent],
+            "bytes_sent_max": [max(b) for b in self.bytes_sent],
+        })
+        df["cum_bytes_sent_mean"] = df["bytes_sent_mean"].cumsum()
+        return df.set_index("step")
+
+    @property
+    def final_accuracy(self) -> float:
+        """The last measured test accuracy."""
+        measured = [a for a in self.test_accuracy if not math.isnan(a)]
+        return measured[-1] if measured else math.nan
+
+    def total_bytes_sent(self) -> list[int]:
+        """Bytes each rank sent over the whole run."""
+        return [sum(col) for col in zip(*self.bytes_sent)] if self.bytes_sent else []
+
+    def same_as(self, other: "History") -> bool:
+        """True when every deterministic column is bit-for-bit equal (NaN equals NaN)."""
+        def same(a, b):
+            return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+        return self.steps == other.steps and all(
+            len(getattr(self, c)) == len(getattr(other, c))
+            and all(same(a, b) for a, b in zip(getattr(self, c), getattr(other, c))) for c in DETERMINISTIC)
+
+    def plot(self, x: str = "step", y: str = "loss", ax=None, label=None, **kw):
+        """Plot a column against "step", "sim_time", "wall_time" or "bytes" (cumulative mean bytes sent)."""
+        import matplotlib.pyplot as plt
+
+        df = self.to_dataframe().reset_index()
+        xcol = {"bytes": "cum_bytes_sent_mean"}.get(x, x)
+        for col, what in ((xcol, "x"), (y, "y")):
+            if col not in df.columns:
+                raise ValueError(f"unknown {what} column {col!r}; valid: bytes, {', '.join(df.columns)}")
+        df = df.dropna(subset=[y])
+        ax = ax or plt.gca()
+        ax.plot(df[xcol], df[y], label=label, **kw)
+        ax.set_xlabel({"sim_time": "simulated time (s)", "wall_time": "wall time (s)",
+                       "cum_bytes_sent_mean": "bytes sent per worker"}.get(xcol, xcol))
+        ax.set_ylabel(y.replace("_", " "))
+        return ax

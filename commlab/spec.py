@@ -1,0 +1,102 @@
+"""Parse the strings a user types for a dimension: ``"ssp(staleness=2)"``, ``"ps(shards=4)"``,
+``"topk(0.01)+ef"``.
+
+A spec is ``name`` or ``name(arg, key=value, ...)`` with Python literals as arguments;
+``+`` joins several specs (a compressor and its error-feedback wrapper, a schedule and
+its fusion). Names are matched case-insensitively with ``-`` read as ``_``.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{self.name}({', '.join(parts)})" if parts else self.name
+
+
+def parse(text: str) -> list[Spec]:
+    """``"topk(0.01)+ef"`` -> [Spec("topk", (0.01,)), Spec("ef")]."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"expected a spec such as 'name' or 'name(arg, key=value)', got {text!r}")
+    specs = []
+    for part in _split_plus(text):
+        try:
+            node = ast.parse(part.strip(), mode="eval").body
+        except SyntaxError as e:
+            raise ValueError(f"cannot read spec {part.strip()!r}: {e.msg}") from None
+        if isinstance(node, ast.Name):
+            specs.append(Spec(_norm(node.id)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            try:
+                args = tuple(ast.literal_eval(a) for a in node.args)
+                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            except ValueError:
+                raise ValueError(f"arguments of {part.strip()!r} must be numbers, strings or lists") from None
+            specs.append(Spec(_norm(node.func.id), args, kwargs))
+        else:
+            raise ValueError(f"cannot read spec {part.strip()!r}; expected 'name' or 'name(arg, key=value)'")
+    return specs
+
+
+def parse_one(text: str) -> Spec:
+    specs = parse(text)
+    if len(specs) != 1:
+        raise ValueError(f"expected one spec, got {len(specs)} in {text!r}")
+    return specs[0]
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("-", "_")
+
+
+def _split_plus(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([" and 1 or (-1 if ch in ")]" else 0)
+        if ch == "+" and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+class Registry:
+    """Names a dimension offers, with what builds each; planned names say which issue brings them."""
+
+    def __init__(self, dimension: str):
+        self.dimension = dimension
+        self.builders: dict[str, object] = {}
+        self.planned: dict[str, str] = {}
+
+    def register(self, name: str, builder) -> None:
+        self.builders[name] = builder
+
+    def plan(self, names, where: str) -> None:
+        for n in names:
+            self.planned[n] = where
+
+    def names(self) -> list[str]:
+        return sorted(self.builders)
+
+    def build(self, spec):
+        spec = parse_one(spec) if isinstance(spec, str) else spec
+        if spec.name in self.builders:
+            try:
+                return self.builders[spec.name](*spec.args, **spec.kwargs)
+            except TypeError as e:
+                raise ValueError(f"bad arguments for {self.dimension} {str(spec)!r}: {e}") from None
+        if spec.name in self.planned:
+            raise NotImplementedError(
+                f"{self.dimension} {spec.name!r} is not implemented yet ({self.planned[spec.name]}); "
+                f"available now: {', '.join(self.names())}")
+        raise ValueError(f"unknown {self.dimension} {spec.name!r}; valid: {', '.join(self.names())} "
+                         f"(planned: {', '.join(sorted(self.planned))})")

@@ -1,0 +1,194 @@
+"""``Trainer``: one point of the product space synchronization x architecture x
+compression x scheduling, run on a runtime, timed on a network model.
+
+    run = Trainer(model="mlp", data="digits", workers=4, sync="bsp", arch="native",
+                  net="10GbE", runtime="threads", seed=0)
+    history = run.fit(steps=200)
+
+Every worker builds the same model from the seed, draws mini-batches of ``batch_size``
+from its own shard of the training set, and hands its gradients to the synchronizer,
+which talks only to ``comm``. Compute enters the simulated clock as the model's FLOPs
+at ``Network.flops`` (1 TFLOP/s unless set), so the simulated time is as
+reproducible as the loss.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from . import arch as arch_pkg
+from . import compress as compress_pkg
+from . import data as data_pkg
+from . import models
+from . import schedule as schedule_pkg
+from . import sync as sync_pkg
+from .history import History
+from .net.clock import as_network
+from .runtime import launch
+
+_BUILD_LOCK = threading.Lock()  # threads share torch's global RNG: build models one at a time
+
+
+@dataclass
+class Config:
+    model: object = "mlp"
+    data: str = "digits"
+    workers: int = 4
+    sync: str = "bsp"
+    arch: str = "native"
+    compress: object = None
+    schedule: object = None
+    runtime: str = "threads"
+    seed: int = 0
+    batch_size: int = 32
+    lr: float = 0.1
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    split: str = "iid"
+    dirichlet_alpha: float = 1.0
+    eval_every: int = 10
+    progress: bool = True
+    timeout: float = 120.0
+    data_kw: dict = field(default_factory=dict)
+    model_kw: dict = field(default_factory=dict)
+
+
+def build_model(name, dataset: data_pkg.Dataset, **kw) -> torch.nn.Module:
+    """A model for ``dataset``: a registry name, or a callable ``f(dataset) -> nn.Module``."""
+    if callable(name):
+        return name(dataset)
+    shape, k = dataset.input_shape, dataset.num_classes
+    if name == "mlp":
+        return models.mlp(dataset.in_features, k, **kw)
+    if name == "cnn":
+        if len(shape) != 3:
+            raise ValueError(f"model 'cnn' needs image data (C, H, W); {dataset.name!r} has samples of shape {shape}"
+                             " (use data='digits' with data_kw={'image': True})")
+        return models.small_cnn(shape[0], k, **kw)
+    if name == "resnet20":
+        return models.resnet20(k, shape[0], **kw)
+    if name == "transformer":
+        if dataset.vocab_size is None:
+            raise ValueError(f"model 'transformer' needs token data (data='tokens'), got {dataset.name!r}")
+        return models.tiny_transformer(dataset.vocab_size, k, **kw)
+    trainable = ("mlp", "cnn", "resnet20", "transformer")
+    raise ValueError(f"unknown trainable model {name!r}; valid: {', '.join(trainable)} "
+                     "(or a function dataset -> nn.Module)")
+
+
+class Trainer:
+    """Data-parallel training of ``model`` on ``data`` by ``workers`` ranks.
+
+    sync: "bsp" (others arrive with chapters 04-05). arch: "native" (the runtime's
+    all-reduce; others with chapters 02-03). compress / schedule: None for now.
+    net: None, a profile name ("10GbE", ...), a LinkModel or a Network.
+    runtime: "threads", "gloo" or "nccl". split: "iid" or "dirichlet" (with dirichlet_alpha).
+    """
+
+    def __init__(self, model="mlp", data="digits", workers: int = 4, sync="bsp", arch="native", compress=None,
+                 schedule=None, net=None, runtime: str = "threads", seed: int = 0, **options):
+        unknown = set(options) - {f for f in Config.__dataclass_fields__}
+        if unknown:
+            raise TypeError(f"unknown Trainer option(s) {sorted(unknown)}; valid: "
+                            f"{', '.join(sorted(Config.__dataclass_fields__))}")
+        self.config = Config(model=model, data=data, workers=workers, sync=sync, arch=arch, compress=compress,
+                             schedule=schedule, runtime=runtime, seed=seed, **options)
+        c = self.config
+        if c.split not in ("iid", "dirichlet"):
+            raise ValueError(f"unknown split {c.split!r}; valid: iid, dirichlet")
+        # build every dimension once here, so a mistyped name fails before any rank starts
+        sync_pkg.get(c.sync), arch_pkg.get(c.arch), compress_pkg.get(c.compress), schedule_pkg.get(c.schedule)
+        self.network = as_network(net)
+        self.dataset = data if isinstance(data, data_pkg.Dataset) else data_pkg.load(data, seed=seed, **c.data_kw)
+        with _BUILD_LOCK:
+            torch.manual_seed(seed)
+            probe = build_model(c.model, self.dataset, **c.model_kw)
+        self.num_params = models.count_params(probe)
+        self.flops_per_sample = models.flops_per_sample(probe, self.dataset.x_train[:1])
+        self.shards = (data_pkg.split_iid(len(self.dataset.y_train), workers, seed) if c.split == "iid" else
+                       data_pkg.split_dirichlet(self.dataset.y_train, workers, c.dirichlet_alpha, seed))
+
+    def fit(self, steps: int) -> History:
+        """Train for ``steps`` synchronization steps; returns the History."""
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {steps!r}")
+        c = self.config
+        results = launch(_train_rank, c.workers, runtime=c.runtime, net=self.network, timeout=c.timeout,
+                         args=(c, self.dataset, self.shards, self.flops_per_sample, steps))
+        return _merge(results, c)
+
+
+def _evaluate(model, x, y, device):
+    model.eval()
+    with torch.no_grad():
+        out = model(x.to(device))
+        loss = F.cross_entropy(out, y.to(device)).item()
+        acc = (out.argmax(1) == y.to(device)).float().mean().item()
+    model.train()
+    return acc, loss
+
+
+def _train_rank(comm, c: Config, ds, shards, flops_per_sample, steps):
+    """What one worker does: the body of data-parallel SGD."""
+    with _BUILD_LOCK:
+        torch.manual_seed(c.seed)
+        model = build_model(c.model, ds, **c.model_kw)
+    model.to(comm.device).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
+    sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
+    batches = data_pkg.batches(ds.x_train, ds.y_train, shards[comm.rank], c.batch_size, seed=c.seed + comm.rank)
+    rec = {"loss": [], "acc": [], "test_loss": [], "sim": [], "wall": [], "sent": [], "recv": []}
+    bar = _progress(steps) if comm.rank == 0 and c.progress else None
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        x, y = next(batches)
+        x, y = x.to(comm.device), y.to(comm.device)
+        before = comm.stats.snapshot()
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        comm.compute(flops=flops_per_sample * len(y))
+        sync.step(comm, model, optimizer, arch)
+        delta = comm.stats.snapshot() - before
+        rec["loss"].append(loss.item())
+        rec["sent"].append(delta.bytes_sent)
+        rec["recv"].append(delta.bytes_recv)
+        rec["sim"].append(comm.now if comm.clock is not None else math.nan)
+        acc = tl = math.nan
+        if comm.rank == 0 and (step % c.eval_every == 0 or step == steps):
+            acc, tl = _evaluate(model, ds.x_test, ds.y_test, comm.device)
+        rec["acc"].append(acc)
+        rec["test_loss"].append(tl)
+        rec["wall"].append(time.perf_counter() - start)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+    if bar is not None:
+        bar.close()
+    return rec
+
+
+def _progress(steps):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=steps, desc="training", leave=False)
+
+
+def _merge(results, c: Config) -> History:
+    n = len(results[0]["loss"])
+    h = History(config={k: (v if isinstance(v, (int, float, str, type(None))) else repr(v))
+                        for k, v in asdict(c).items()})
+    h.steps = list(range(1, n + 1))
+    h.loss = [sum(r["loss"][i] for r in results) / len(results) for i in range(n)]
+    h.test_accuracy = results[0]["acc"]
+    h.test_loss = results[0]["test_loss"]
+    h.sim_time = [max(r["sim"][i] for r in results) for i in range(n)]
+    h.wall_time = [max(r["wall"][i] for r in results) for i in range(n)]
+    h.bytes_sent = [[r["sent"][i] for r in results] for i in range(n)]
+    h.bytes_recv = [[r["recv"][i] for r in results] for i in range(n)]
+    return h
