@@ -1,0 +1,43 @@
+"""Check functions for the chapters' exercises.
+
+Each chapter has a module (``ch00``, ``ch01``, ...). A check prints what it found and
+returns True or False; it never raises on a wrong answer, so a notebook keeps running.
+``answer=None`` reports that the exercise is still open.
+"""
+from __future__ import annotations
+
+import math
+
+
+def check_number(name: str, answer, expected: float, rel: float = 0.02, hint: str = "") -> bool:
+    """Compare a numeric answer with the expected value within a relative tolerance."""
+    if answer is None:
+        print(f"{name}: not answered yet. {hint}".rstrip())
+        return False
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        print(f"{name}: expected a number, got {answer!r}")
+        return False
+    if math.isclose(value, expected, rel_tol=rel, abs_tol=1e-12):
+        print(f"{name}: correct ({value:.4g}).")
+        return True
+    print(f"{name}: not yet: {value:.4g} is not within {rel:.0%} of the expected value. {hint}".rstrip())
+    return False
+
+
+def check_function(name: str, fn, trial) -> bool:
+    """Run ``trial(fn)``, which raises AssertionError with a message on a wrong result."""
+    if fn is None:
+        print(f"{name}: not answered yet.")
+        return False
+    try:
+        trial(fn)
+    except AssertionError as e:
+        print(f"{name}: not yet: {e}")
+        return False
+    except Exception as e:  # the reader's code failed: show why, keep the notebook alive
+        print(f"{name}: your function raised {type(e).__name__}: {e}")
+        return False
+    print(f"{name}: correct.")
+    return True
