@@ -14,13 +14,15 @@ def flatten(tensors) -> torch.Tensor:
 
 def unflatten_into(flat: torch.Tensor, tensors) -> None:
     """Copy consecutive slices of ``flat`` back into ``tensors`` (in place)."""
+    tensors = list(tensors)
+    total = sum(t.numel() for t in tensors)
+    if total != flat.numel():  # check first: a short buffer must not half-overwrite the tensors
+        raise ValueError(f"flat buffer has {flat.numel()} elements but the tensors hold {total}")
     offset = 0
     for t in tensors:
         n = t.numel()
         t.copy_(flat[offset:offset + n].view_as(t))
         offset += n
-    if offset != flat.numel():
-        raise ValueError(f"flat buffer has {flat.numel()} elements but the tensors hold {offset}")
 
 
 def grads(model: torch.nn.Module) -> list[torch.Tensor]:

@@ -62,8 +62,9 @@ class StepTime:
 def step_time(params: int, flops_per_sample: float, global_batch: int, workers: int, link,
               flops: float = 1e12, bytes_per_value: int = 4) -> StepTime:
     """The model above for one step (strong scaling: the global batch is fixed)."""
-    if global_batch < 1 or params < 1 or flops <= 0:
-        raise ValueError(f"need global_batch >= 1, params >= 1, flops > 0; got {global_batch!r}, {params!r}, {flops!r}")
+    if global_batch < 1 or params < 1 or flops <= 0 or workers < 1 or not flops_per_sample > 0:
+        raise ValueError(f"need global_batch >= 1, params >= 1, workers >= 1, flops_per_sample > 0, flops > 0; "
+                         f"got {global_batch!r}, {params!r}, {workers!r}, {flops_per_sample!r}, {flops!r}")
     t_s = global_batch * flops_per_sample / flops
     t_m = cost.allreduce_ring(bytes_per_value * params, workers, get_link(link)) if workers > 1 else 0.0
     return StepTime(workers, t_s / workers, t_m, t_s)

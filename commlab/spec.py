@@ -28,17 +28,20 @@ def parse(text: str) -> list[Spec]:
         raise ValueError(f"expected a spec such as 'name' or 'name(arg, key=value)', got {text!r}")
     specs = []
     for part in _split_plus(text):
-        try:
-            node = ast.parse(part.strip(), mode="eval").body
+        head, paren, rest = part.strip().partition("(")
+        try:  # a '-' in the name reads as '_' ("post-local-sgd"), not as a minus
+            node = ast.parse(head.replace("-", "_") + paren + rest, mode="eval").body
         except SyntaxError as e:
             raise ValueError(f"cannot read spec {part.strip()!r}: {e.msg}") from None
         if isinstance(node, ast.Name):
             specs.append(Spec(_norm(node.id)))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             try:
+                if any(k.arg is None for k in node.keywords):  # f(**{...}) has no keyword name
+                    raise ValueError
                 args = tuple(ast.literal_eval(a) for a in node.args)
                 kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-            except ValueError:
+            except (ValueError, TypeError):  # TypeError: e.g. an unhashable set element {[1]}
                 raise ValueError(f"arguments of {part.strip()!r} must be numbers, strings or lists") from None
             specs.append(Spec(_norm(node.func.id), args, kwargs))
         else:
@@ -87,16 +90,28 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self.builders)
 
-    def build(self, spec):
-        spec = parse_one(spec) if isinstance(spec, str) else spec
+    def _available(self) -> str:
+        return ", ".join(self.names()) or "none yet"
+
+    def _check(self, spec: Spec) -> None:
         if spec.name in self.builders:
-            try:
-                return self.builders[spec.name](*spec.args, **spec.kwargs)
-            except TypeError as e:
-                raise ValueError(f"bad arguments for {self.dimension} {str(spec)!r}: {e}") from None
+            return
         if spec.name in self.planned:
             raise NotImplementedError(
                 f"{self.dimension} {spec.name!r} is not implemented yet ({self.planned[spec.name]}); "
-                f"available now: {', '.join(self.names())}")
-        raise ValueError(f"unknown {self.dimension} {spec.name!r}; valid: {', '.join(self.names())} "
+                f"available now: {self._available()}")
+        raise ValueError(f"unknown {self.dimension} {spec.name!r}; valid: {self._available()} "
                          f"(planned: {', '.join(sorted(self.planned))})")
+
+    def build(self, spec):
+        """Build from a spec string or Spec; a joined spec ("a+b") is checked name by name."""
+        specs = parse(spec) if isinstance(spec, str) else [spec]
+        for one in specs:
+            self._check(one)
+        if len(specs) > 1:
+            raise NotImplementedError(f"combining {self.dimension}s ({spec!r}) is not implemented yet")
+        spec = specs[0]
+        try:
+            return self.builders[spec.name](*spec.args, **spec.kwargs)
+        except TypeError as e:
+            raise ValueError(f"bad arguments for {self.dimension} {str(spec)!r}: {e}") from None

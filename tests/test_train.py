@@ -1,0 +1,204 @@
+"""Trainer: learning, determinism, BSP against a single-process oracle, runtimes, counters,
+the simulated clock, and the errors a mistyped option gives."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from commlab import data, models
+from commlab.net import cost
+from commlab.net.link import get_link
+from commlab.train import Trainer
+
+WORKERS = 4
+
+
+def _trainer(**kw):
+    kw.setdefault("workers", WORKERS)
+    kw.setdefault("progress", False)
+    return Trainer(**kw)
+
+
+@pytest.fixture(scope="module")
+def run100():
+    """One 100-step run on threads with a network model, shared by several tests."""
+    tr = _trainer(model="mlp", data="digits", net="10GbE", seed=0)
+    return tr, tr.fit(100)
+
+
+# ----------------------------------------------------------------------------- learning
+def test_loss_decreases_and_accuracy(run100):
+    _, h = run100
+    assert len(h) == 100 and h.steps == list(range(1, 101))
+    assert all(math.isfinite(v) for v in h.loss)
+    first, last = sum(h.loss[:5]) / 5, sum(h.loss[-5:]) / 5
+    assert last < 0.7 * first, (first, last)
+    assert h.final_accuracy > 0.6  # 10 classes: chance is 0.1
+    # evaluated every eval_every=10 steps (and the last), NaN in between
+    measured = [s for s, a in zip(h.steps, h.test_accuracy) if not math.isnan(a)]
+    assert measured == list(range(10, 101, 10))
+
+
+def test_same_seed_is_bit_for_bit_reproducible():
+    a = _trainer(seed=3, net="10GbE").fit(30)
+    b = _trainer(seed=3, net="10GbE").fit(30)
+    assert a.same_as(b) and b.same_as(a)
+    assert a.loss == b.loss and a.sim_time == b.sim_time
+
+
+def test_different_seed_differs():
+    a = _trainer(seed=3).fit(30)
+    b = _trainer(seed=4).fit(30)
+    assert not a.same_as(b)
+    assert a.loss != b.loss
+
+
+# ----------------------------------------------------------------------------- BSP oracle
+def _oracle(seed, workers, steps, batch_size, lr, momentum, weight_decay):
+    """Single-process SGD on the concatenation of the workers' batches (all full)."""
+    ds = data.load("digits", seed=seed)
+    shards = data.split_iid(len(ds.y_train), workers, seed)
+    its = [data.batches(ds.x_train, ds.y_train, shards[r], batch_size, seed=seed + r) for r in range(workers)]
+    torch.manual_seed(seed)
+    model = models.mlp(ds.in_features, ds.num_classes)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    losses = []
+    for _ in range(steps):
+        xs, ys = zip(*(next(it) for it in its))
+        assert all(len(y) == batch_size for y in ys)  # equal batches: mean of means = mean of all
+        loss = F.cross_entropy(model(torch.cat(xs)), torch.cat(ys))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("momentum,weight_decay", [(0.0, 0.0), (0.9, 1e-3)])
+def test_bsp_equals_single_process_sgd_on_concatenated_batches(momentum, weight_decay):
+    seed, steps, batch = 5, 10, 16  # 10 * 16 < 359: no short batch in the first epoch
+    built = []
+
+    def mlp(ds):  # a model callable lets us keep the replicas and read their final parameters
+        m = models.mlp(ds.in_features, ds.num_classes)
+        built.append(m)
+        return m
+
+    tr = _trainer(model=mlp, seed=seed, batch_size=batch, lr=0.1, momentum=momentum,
+                  weight_decay=weight_decay)
+    h = tr.fit(steps)
+    replicas = built[1:]  # built[0] is the probe Trainer builds to count parameters and FLOPs
+    assert len(replicas) == WORKERS
+    want_loss, want_params = _oracle(seed, WORKERS, steps, batch, 0.1, momentum, weight_decay)
+    assert h.loss == pytest.approx(want_loss, rel=1e-6, abs=1e-6)
+    for m in replicas:
+        for p, q in zip(m.parameters(), want_params):
+            torch.testing.assert_close(p.detach(), q, rtol=1e-6, atol=1e-6)
+    # BSP keeps every replica identical, bit for bit
+    for m in replicas[1:]:
+        for p, q in zip(m.parameters(), replicas[0].parameters()):
+            assert torch.equal(p, q)
+
+
+# ----------------------------------------------------------------------------- runtimes
+def test_threads_and_gloo_agree():
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_gloo_available()):
+        pytest.skip("torch.distributed with Gloo is not available")
+    t = _trainer(runtime="threads", seed=1).fit(100)
+    g = _trainer(runtime="gloo", seed=1).fit(100)
+    assert g.loss[-1] == pytest.approx(t.loss[-1], rel=1e-4)
+    assert g.bytes_sent == t.bytes_sent
+
+
+# ----------------------------------------------------------------------------- counters, clock
+def test_bytes_per_rank_per_step_equal_ring_volume(run100):
+    tr, h = run100
+    assert tr.num_params == 64 * 64 + 64 + 64 * 10 + 10
+    want = int(round(2 * (WORKERS - 1) / WORKERS * 4 * tr.num_params))
+    assert all(row == [want] * WORKERS for row in h.bytes_sent)
+    assert all(row == [want] * WORKERS for row in h.bytes_recv)
+    assert h.total_bytes_sent() == [100 * want] * WORKERS
+
+
+def test_sim_time_is_compute_plus_ring_allreduce(run100):
+    tr, h = run100
+    assert tr.flops_per_sample == 3 * 2 * (64 * 64 + 64 * 10)  # forward + backward, 2 FLOPs per MAC
+    batch = tr.config.batch_size
+    step = tr.flops_per_sample * batch / 1e12 + cost.allreduce_ring(4 * tr.num_params, WORKERS, get_link("10GbE"))
+    # the first 11 steps have full batches on every shard (shards of 359-360 samples)
+    for k in range(11):
+        assert h.sim_time[k] == pytest.approx((k + 1) * step, rel=1e-9)
+    assert all(b > a for a, b in zip(h.sim_time, h.sim_time[1:]))
+
+
+def test_sim_time_is_nan_without_network():
+    h = _trainer().fit(5)
+    assert all(math.isnan(t) for t in h.sim_time)
+    assert all(t >= 0 for t in h.wall_time)
+
+
+# ----------------------------------------------------------------------------- options
+@pytest.mark.parametrize("option,valid", [("sync", "bsp"), ("arch", "native")])
+def test_unknown_name_lists_valid_names(option, valid):
+    with pytest.raises(ValueError, match=rf"unknown .*'nonsense'.*valid: {valid}"):
+        _trainer(**{option: "nonsense"})
+
+
+@pytest.mark.parametrize("option,planned", [("compress", "topk"), ("schedule", "wfbp")])
+def test_unknown_name_lists_planned_names(option, planned):
+    with pytest.raises(ValueError, match=rf"unknown .*'nonsense'.*planned: .*{planned}"):
+        _trainer(**{option: "nonsense"})
+
+
+@pytest.mark.parametrize("option,name,where", [
+    ("sync", "ssp", "issue 4"),
+    ("arch", "ring", "issue 3"),
+    ("compress", "topk(0.01)", "issue 5"),
+    ("schedule", "wfbp", "scheduling chapter"),
+    ("compress", "topk(0.01)+ef", "issue 5"),
+])
+def test_planned_name_is_not_implemented(option, name, where):
+    with pytest.raises(NotImplementedError, match=rf"'{name.split('(')[0]}' is not implemented yet \(.*{where}"):
+        _trainer(**{option: name})
+
+
+def test_unknown_keyword_is_type_error():
+    with pytest.raises(TypeError, match="bogus_option"):
+        _trainer(bogus_option=1)
+
+
+def test_unknown_split_and_model():
+    with pytest.raises(ValueError, match="valid: iid, dirichlet"):
+        _trainer(split="weird")
+    with pytest.raises(ValueError, match="valid: mlp, cnn"):
+        _trainer(model="nonsense")
+
+
+def test_cnn_needs_image_data():
+    with pytest.raises(ValueError, match=r"cnn.*image.*data_kw=\{'image': True\}"):
+        _trainer(model="cnn")
+
+
+def test_cnn_on_image_digits_trains():
+    h = _trainer(model="cnn", data_kw={"image": True}, lr=0.2).fit(20)
+    assert all(math.isfinite(v) for v in h.loss)
+    assert sum(h.loss[-5:]) < sum(h.loss[:5])
+
+
+def test_dirichlet_split_trains():
+    tr = _trainer(split="dirichlet", dirichlet_alpha=0.3)
+    iid = data.split_iid(len(tr.dataset.y_train), WORKERS, 0)
+    assert sorted(torch.cat(tr.shards).tolist()) == list(range(len(tr.dataset.y_train)))
+    assert [len(s) for s in tr.shards] != [len(s) for s in iid]
+    h = tr.fit(20)
+    assert len(h) == 20 and all(math.isfinite(v) for v in h.loss)
+
+
+@pytest.mark.parametrize("steps", [0, -3, 2.5, "10"])
+def test_bad_steps(steps):
+    tr = _trainer()
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        tr.fit(steps)

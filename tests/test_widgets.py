@@ -1,0 +1,40 @@
+"""The interactive speedup panel builds headless."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from commlab import widgets  # noqa: E402
+
+w = pytest.importorskip("ipywidgets")
+
+MODELS = {"ResNet-50": (25_600_000, 24.5e9), "BERT-Large": (336_000_000, 336e6 * 248)}
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.mark.filterwarnings("ignore:.*non-interactive.*:UserWarning")
+def test_speedup_explorer_headless():
+    ui = widgets.speedup_explorer(MODELS, global_batch=512, link="100GbIB", flops=2e13)
+    assert isinstance(ui, w.interactive)
+    values = {c.description: c.value for c in ui.children if hasattr(c, "value") and c.description}
+    assert values["models"] == tuple(MODELS)
+    assert values["global batch"] == 512
+    assert values["network"] == "100GbIB"
+    assert values["TFLOP/s"] == pytest.approx(20)
+    # moving a control redraws: a new figure with the chosen models (plus the ideal line)
+    slider = next(c for c in ui.children if getattr(c, "description", "") == "global batch")
+    models = next(c for c in ui.children if getattr(c, "description", "") == "models")
+    before = len(plt.get_fignums())
+    slider.value = 1024
+    assert len(plt.get_fignums()) == before + 1
+    models.value = ("BERT-Large",)
+    assert len(plt.get_fignums()) == before + 2
+    lines = plt.gcf().axes[0].get_lines()
+    assert [l.get_label() for l in lines] == ["BERT-Large", "ideal"]
+    assert "global batch 1024" in plt.gcf().axes[0].get_title()
