@@ -16,8 +16,13 @@ Formulas (T(n) = alpha + n * beta):
 * all-reduce, halving-doubling: 2 log2(p) alpha + 2 (p - 1)/p n beta  (Rabenseifner; p = 2^k)
 * all-gather, ring:             (p - 1) * T(n_per_rank)
 * parameter server, single:     2 p * T(n)                (p pushes into one server, p pulls out)
-* parameter server, S shards:   2 * max(p T(n/S), S T(n/S))  (each server takes p pieces of n/S;
-                                                          each worker sends S of them)
+* parameter server, S shards:   2 max(p, S) * T(n/S)   for p >= 2 workers; (S + 1) * T(n/S) for one
+  (S server ranks, each owning n/S; the schedule is staggered: worker w sends its j-th piece to
+  shard (w + j) mod S, shard s returns its i-th piece to worker (s + i) mod p, and every rank takes
+  its messages in the order they leave. A shard's link takes p pieces in and then p out; a
+  worker's sends S pieces and takes S back. A lone worker's pieces come back pipelined, each as
+  soon as its shard has it. Without the stagger, every worker starting at shard 0, it takes
+  (2p + S - 1) T(n/S).)
 * gossip step, degree d:        d * T(n)                  (send to and take from d neighbours)
 
 The simulated clock (:mod:`commlab.net.clock`) reproduces these when the patterns are run
@@ -85,9 +90,12 @@ def ps_single(n: float, workers: int, link) -> float:
 
 
 def ps_sharded(n: float, workers: int, shards: int, link) -> float:
+    """Push n bytes from each worker into S shards and pull them back, staggered (see above)."""
     _check(workers)
     _check(shards)
     piece = get_link(link).time(n / shards)
+    if workers == 1:  # nothing to wait for: each piece returns as soon as its shard has it
+        return (shards + 1) * piece
     return 2 * max(workers, shards) * piece
 
 

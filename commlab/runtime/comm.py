@@ -126,7 +126,10 @@ class Comm:
         return tensor
 
     def send(self, tensor: torch.Tensor, dst: int, tag: int = 0) -> None:
-        """Blocking send (returns once the message is handed to the transport)."""
+        """Blocking send (returns once the message is handed to the transport).
+
+        On Gloo and NCCL this may wait until the receiver posts its receive; in a symmetric
+        exchange (everyone sends, then everyone receives) use ``isend`` and wait afterwards."""
         self.isend(tensor, dst, tag).wait()
 
     def isend(self, tensor: torch.Tensor, dst: int, tag: int = 0) -> Work:

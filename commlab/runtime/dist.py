@@ -12,10 +12,13 @@ wait for receives from the same source and tag in the order they were posted.
 """
 from __future__ import annotations
 
+import zlib
+
 import torch
 import torch.distributed as dist
 
 from .comm import Comm, Work
+from .errors import CommTimeout
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
           torch.int16, torch.int8, torch.uint8, torch.bool]
@@ -55,16 +58,26 @@ class DistComm(Comm):
         return {"tag": 2 * tag + int(payload)} if self._tags else {}
 
     # ----- point to point -------------------------------------------------------------
+    def _p2p(self, call, what: str):
+        """Run a torch.distributed point-to-point call; a failure (a peer that crashed or closed
+        its connection, a timeout) names this rank and the peer: Gloo's own message names neither."""
+        try:
+            return call()
+        except RuntimeError as e:
+            kind = CommTimeout if "timed out" in str(e).lower() else RuntimeError
+            raise kind(f"rank {self.rank} failed {what}: {e}") from e
+
     def _transport_isend(self, tensor, dst, tag, depart):
         header = self._header(tensor, depart)
         payload = tensor.to(self.device).contiguous()
-        works = [dist.isend(header, dst, **self._kw(tag, False))]
+        what = f"sending a message to rank {dst} (tag {tag})"
+        works = [self._p2p(lambda: dist.isend(header, dst, **self._kw(tag, False)), what)]
         if payload.numel():
-            works.append(dist.isend(payload, dst, **self._kw(tag, True)))
+            works.append(self._p2p(lambda: dist.isend(payload, dst, **self._kw(tag, True)), what))
 
         def finish(keep=(header, payload)):  # keep the buffers alive until sent
             for w in works:
-                w.wait()
+                self._p2p(w.wait, what)
 
         return Work(finish)
 
@@ -72,15 +85,17 @@ class DistComm(Comm):
         dtype, shape, depart = self._parse(header)
         out = torch.empty(shape, dtype=dtype, device=self.device)
         if out.numel():
-            dist.recv(out, src, **self._kw(tag, True))
+            self._p2p(lambda: dist.recv(out, src, **self._kw(tag, True)),
+                      f"waiting for a message from rank {src} (tag {tag})")
         return src, out, depart
 
     def _transport_irecv(self, src, tag):
         header = torch.empty(HEADER, dtype=torch.float64, device=self.device)
-        work = dist.irecv(header, src, **self._kw(tag, False))
+        what = f"waiting for a message from rank {src} (tag {tag})"
+        work = self._p2p(lambda: dist.irecv(header, src, **self._kw(tag, False)), what)
 
         def finish():
-            work.wait()
+            self._p2p(work.wait, what)
             return self._payload(header, src, tag)
 
         return finish
@@ -89,7 +104,8 @@ class DistComm(Comm):
         if self.backend == "nccl":
             raise NotImplementedError("NCCL cannot receive from any source; use recv(src) or the gloo runtime")
         header = torch.empty(HEADER, dtype=torch.float64)
-        src = dist.recv(header, None, **self._kw(tag, False))
+        src = self._p2p(lambda: dist.recv(header, None, **self._kw(tag, False)),
+                        f"waiting for a message from any rank (tag {tag})")
         return self._payload(header, src, tag)
 
     # ----- collectives ----------------------------------------------------------------
@@ -99,14 +115,16 @@ class DistComm(Comm):
         return t.item()
 
     def _check_same(self, tensor, what):
-        """One tiny MAX all-reduce tells every rank whether all shapes agree."""
+        """One tiny MAX all-reduce tells every rank whether all shapes and dtypes agree
+        (the shape enters as a CRC32 of its repr, so (2, 3) and (3, 2) differ, as on threads)."""
         n = float(tensor.numel())
         code = float(DTYPES.index(tensor.dtype)) if tensor.dtype in DTYPES else -1.0
-        t = torch.tensor([n, -n, code, -code], dtype=torch.float64, device=self.device)
+        shape = float(zlib.crc32(repr(tuple(tensor.shape)).encode()))
+        t = torch.tensor([n, code, shape, -n, -code, -shape], dtype=torch.float64, device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        if t[0] != -t[1] or t[2] != -t[3]:
-            raise ValueError(f"{what} needs the same size and dtype on every rank; rank {self.rank} has "
-                             f"{tuple(tensor.shape)} {tensor.dtype}, and sizes range from {-t[1].item():g} "
+        if not torch.equal(t[:3], -t[3:]):
+            raise ValueError(f"{what} needs the same shape and dtype on every rank; rank {self.rank} has "
+                             f"{tuple(tensor.shape)} {tensor.dtype}, and sizes range from {-t[3].item():g} "
                              f"to {t[0].item():g} elements")
 
     def _transport_all_reduce(self, tensor, op):

@@ -142,17 +142,44 @@ def _child(rank, world_size, backend, init_method, fn, args, network, timeout, q
 
 
 def _start_method(runtime, fn, start_method):
-    if start_method is not None:
-        return start_method
-    if runtime == "gloo" and sys.platform.startswith("linux") and not torch.cuda.is_initialized():
-        return "fork"
-    try:
-        pickle.dumps(fn)
-    except Exception as e:
-        raise RuntimeError(
-            f"{getattr(fn, '__qualname__', fn)!r} cannot be sent to spawned processes ({e}). Define it in an "
-            f"importable module (a .py file) and import it, or use runtime='threads'.") from e
-    return "spawn"
+    method = start_method
+    if method is None:
+        if runtime == "gloo" and sys.platform.startswith("linux") and not torch.cuda.is_initialized():
+            return "fork"
+        method = "spawn"
+    if method != "fork":  # spawn and forkserver pickle fn: check it here, with a clear message
+        try:
+            pickle.dumps(fn)
+            main = sys.modules.get("__main__")
+            if getattr(fn, "__module__", None) == "__main__" and not hasattr(main, "__file__"):
+                raise pickle.PicklingError("it is defined in an interactive session (a notebook cell or a REPL)")
+        except Exception as e:
+            raise RuntimeError(
+                f"{getattr(fn, '__qualname__', fn)!r} cannot be sent to spawned processes ({e}). Define it in an "
+                f"importable module (a .py file) and import it, or use runtime='threads'.") from e
+    return method
+
+
+def _blame(first, queue, procs, done, grace: float = 0.25) -> RankError:
+    """The error to raise once a rank reported ``first``. That report is often a symptom: a
+    rank whose peer process died without a word (os._exit, a signal, the OOM killer) sees its
+    connection drop. So look a moment longer; a process that exited with neither a result nor
+    an error is to blame, else the first error that arrived."""
+    reported = set(done) | {first[1]}
+    deadline = time.monotonic() + grace
+    while True:
+        exited = {r for r, p in enumerate(procs) if p.exitcode is not None}
+        try:  # what those processes sent before they exited is in the queue by now
+            while True:
+                reported.add(queue.get(timeout=0.01)[1])
+        except Exception:  # queue.Empty
+            pass
+        silent = sorted(exited - reported)
+        if silent:
+            return RankError(silent[0], f"process exited with code {procs[silent[0]].exitcode} without a result")
+        if len(exited) == len(procs) or time.monotonic() > deadline:
+            return RankError(first[1], first[2], first[3])
+        time.sleep(0.01)
 
 
 def _run_processes(fn, world_size, runtime, network, timeout, args, start_method):
@@ -181,7 +208,7 @@ def _run_processes(fn, world_size, runtime, network, timeout, args, start_method
                             raise RankError(r, f"process exited with code {p.exitcode} without a result")
                 continue
             if msg[0] == "err":
-                raise RankError(msg[1], msg[2], msg[3])
+                raise _blame(msg, queue, procs, done)
             results[msg[1]] = pickle.loads(msg[2])
             done.add(msg[1])
     finally:

@@ -36,15 +36,18 @@ class World:
         self.arrived: dict[int, object] = {}
         self.result = None
 
-    def wait_for(self, predicate, rank: int, what: str):
-        """Wait on the shared condition until predicate() is true (call with self.lock held)."""
+    def wait_for(self, predicate, rank: int, what):
+        """Wait on the shared condition until predicate() is true (call with self.lock held).
+
+        ``what`` (a string, or a callable giving one when the wait times out) says what the
+        rank was waiting for."""
         deadline = time.monotonic() + self.timeout
         while not predicate():
             if self.abort.is_set():
                 raise Aborted(f"rank {rank}: run aborted because another rank failed")
             left = deadline - time.monotonic()
             if left <= 0:
-                raise CommTimeout(f"rank {rank} waited {self.timeout:g} s for {what}")
+                raise CommTimeout(f"rank {rank} waited {self.timeout:g} s for {what() if callable(what) else what}")
             self.lock.wait(min(POLL, left))
 
     def exchange(self, rank: int, value, combine, what: str):
@@ -61,8 +64,8 @@ class World:
                 self.lock.notify_all()
                 return self.result
             missing = lambda: sorted(set(range(self.world_size)) - set(self.arrived))
-            self.wait_for(lambda: self.generation != gen, rank,
-                          f"{what} (ranks not there yet: {missing()})")
+            self.wait_for(lambda: self.generation != gen, rank,  # who is missing when it times out
+                          lambda: f"{what} (ranks not there yet: {missing()})")
             return self.result
 
 
@@ -96,13 +99,14 @@ class ThreadComm(Comm):
         super().__init__(rank, world.world_size, clock)
         self.world = world
 
-    # point to point: a message is (src, tag, tensor, depart); the tensor is a private copy
+    # point to point: a message is (src, tag, tensor, depart); the tensor is a private,
+    # contiguous copy (as a payload received over torch.distributed is)
     def _transport_isend(self, tensor, dst, tag, depart):
         w = self.world
         with w.lock:
             if w.abort.is_set():
                 raise Aborted(f"rank {self.rank}: run aborted because another rank failed")
-            w.mailboxes[dst].append((self.rank, tag, tensor.clone(), depart))
+            w.mailboxes[dst].append((self.rank, tag, tensor.clone(memory_format=torch.contiguous_format), depart))
             w.lock.notify_all()
         return Work(lambda: None)
 

@@ -1,0 +1,96 @@
+"""DistComm specifics: the message header, recv_any and a large payload over Gloo."""
+import pytest
+import torch
+
+from commlab.runtime import RankError, launch
+from commlab.runtime.dist import DTYPES, HEADER, MAX_DIMS, DistComm
+
+
+@pytest.fixture
+def comm():
+    # building the header needs no process group
+    return DistComm(0, 2, "gloo")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("ndim", range(MAX_DIMS + 1))
+def test_header_round_trip(comm, dtype, ndim):
+    shape = tuple((2, 1, 3)[i % 3] for i in range(ndim))
+    tensor = torch.zeros(shape, dtype=dtype)
+    depart = 1234.000001 + ndim / 3  # any float64 survives exactly
+    h = comm._header(tensor, depart)
+    assert h.dtype == torch.float64 and h.shape == (HEADER,)
+    assert comm._parse(h) == (dtype, shape, depart)
+
+
+def test_header_keeps_large_and_empty_dimensions(comm):
+    for shape in [(2**40,), (0,), (3, 0, 5), (2**20, 2**21)]:
+        meta = torch.empty(shape, device="meta")  # no memory: only the header is built
+        assert comm._parse(comm._header(meta, 0.0)) == (torch.float32, shape, 0.0)
+
+
+def test_header_rejects_more_than_max_dims(comm):
+    t = torch.zeros((1,) * (MAX_DIMS + 1))
+    with pytest.raises(ValueError, match=f"cannot send a tensor of {MAX_DIMS + 1} dimensions; at most {MAX_DIMS}"):
+        comm._header(t, 0.0)
+
+
+def test_header_rejects_unsupported_dtype(comm):
+    with pytest.raises(TypeError, match=r"cannot send dtype torch.complex64; valid: torch.float32, "):
+        comm._header(torch.zeros(2, dtype=torch.complex64), 0.0)
+
+
+def _nine_dims(comm):
+    if comm.rank == 0:
+        comm.send(torch.zeros((1,) * 9), 1)
+    else:
+        comm.recv(0)
+
+
+def test_too_many_dims_fails_the_run_clearly():
+    with pytest.raises(RankError, match="at most 8") as info:
+        launch(_nine_dims, 2, runtime="gloo", timeout=5)
+    assert info.value.rank == 0
+
+
+def _recv_any(comm):
+    if comm.rank == 0:
+        got = {}
+        for _ in range(comm.world_size - 1):
+            src, t = comm.recv_any(tag=2)
+            got[src] = t
+        return got
+    comm.send(torch.arange(comm.rank * 4, dtype=torch.int32).reshape(comm.rank, 4), 0, tag=2)
+    return comm.backend
+
+
+def test_gloo_recv_any():
+    results = launch(_recv_any, 4, runtime="gloo")
+    assert results[1:] == ["gloo"] * 3
+    got = results[0]
+    assert sorted(got) == [1, 2, 3]
+    for src, t in got.items():
+        assert torch.equal(t, torch.arange(src * 4, dtype=torch.int32).reshape(src, 4))
+
+
+def _large(comm, numel):
+    if comm.rank == 0:
+        g = torch.Generator().manual_seed(7)
+        comm.send(torch.randn(numel, generator=g), 1)
+        return comm.stats.bytes_sent
+    t = comm.recv(0)
+    g = torch.Generator().manual_seed(7)
+    return bool(torch.equal(t, torch.randn(numel, generator=g))), comm.stats.bytes_recv
+
+
+def test_large_tensor_round_trip():
+    numel = 4 * 1024 * 1024  # 16 MB of float32
+    sent, (same, received) = launch(_large, 2, runtime="gloo", timeout=30, args=(numel,))
+    assert same
+    assert sent == received == 16 * 1024 * 1024
+
+
+def test_gloo_comm_reports_its_backend_and_device():
+    info = launch(lambda comm: (type(comm).__name__, comm.backend, str(comm.device), comm.rank, comm.world_size),
+                  2, runtime="gloo")
+    assert info == [("DistComm", "gloo", "cpu", r, 2) for r in range(2)]

@@ -1,0 +1,171 @@
+"""launch(): results, arguments, validation, and failing ranks that must never hang the run."""
+import multiprocessing
+import os
+import re
+import threading
+import time
+
+import pytest
+import torch
+
+from commlab.runtime import RUNTIMES, RankError, launch
+
+RUNTIMES_CPU = ["threads", "gloo"]
+
+
+def _whoami(comm, a, b=None):
+    return comm.rank, comm.world_size, a, b
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES_CPU)
+@pytest.mark.parametrize("world", [1, 3])
+def test_results_by_rank_and_args(runtime, world):
+    results = launch(_whoami, world, runtime=runtime, args=("x", {"k": [1, 2]}))
+    assert results == [(r, world, "x", {"k": [1, 2]}) for r in range(world)]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES_CPU)
+def test_world_size_one_collectives_are_identity(runtime):
+    def fn(comm):
+        t = torch.arange(4.0)
+        comm.all_reduce(t, op="avg")
+        comm.broadcast(t, src=0)
+        comm.barrier()
+        return t, comm.all_gather(t)
+
+    t, gathered = launch(fn, 1, runtime=runtime)[0]
+    assert torch.equal(t, torch.arange(4.0))
+    assert len(gathered) == 1 and torch.equal(gathered[0], t)
+
+
+def test_default_world_size_is_one():
+    assert launch(lambda comm: comm.world_size) == [1]
+
+
+def test_tensors_come_back_from_processes():
+    results = launch(lambda comm: torch.full((2, 2), comm.rank, dtype=torch.int16), 2, runtime="gloo")
+    assert [t.dtype for t in results] == [torch.int16] * 2
+    assert [t.sum().item() for t in results] == [0, 4]
+
+
+# ----- validation ----------------------------------------------------------------------------
+@pytest.mark.parametrize("world", [0, -1, "2", 1.5])
+def test_bad_world_size(world):
+    with pytest.raises(ValueError, match="world_size must be an integer >= 1"):
+        launch(_whoami, world, args=(0,))
+
+
+def test_unknown_runtime_lists_the_valid_ones():
+    assert RUNTIMES == ("threads", "gloo", "nccl")
+    with pytest.raises(ValueError, match="unknown runtime 'mpi'; valid runtimes: threads, gloo, nccl"):
+        launch(_whoami, 2, runtime="mpi", args=(0,))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA GPUs")
+def test_nccl_without_gpus_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="needs CUDA GPUs") as info:
+        launch(_whoami, 2, runtime="nccl", args=(0,))
+    assert "valid runtimes here: 'threads', 'gloo'" in str(info.value)
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0])
+def test_timeout_must_be_positive(timeout):
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        launch(_whoami, 2, timeout=timeout, args=(0,))
+
+
+def test_fn_must_be_callable():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        launch("not a function", 2)
+
+
+# ----- failures ----------------------------------------------------------------------------
+def _no_leftovers():
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("commlab-rank")]
+    assert not multiprocessing.active_children()
+
+
+def _boom_on_two(comm):
+    comm.barrier()
+    if comm.rank == 2:
+        raise ValueError("rank two exploded on purpose")
+    comm.all_reduce(torch.ones(3))  # the others wait for rank 2 in a collective
+    return comm.rank
+
+
+def _boom_while_others_recv(comm):
+    if comm.rank == 2:
+        raise KeyError("rank two exploded on purpose")
+    return comm.recv(2).tolist()
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES_CPU)
+@pytest.mark.parametrize("fn", [_boom_on_two, _boom_while_others_recv])
+def test_exception_on_one_rank_raises_rank_error_quickly(runtime, fn):
+    start = time.monotonic()
+    with pytest.raises(RankError) as info:
+        launch(fn, 4, runtime=runtime, timeout=60)
+    assert time.monotonic() - start < 10
+    err = info.value
+    assert err.rank == 2
+    assert "rank two exploded on purpose" in err.traceback_text
+    assert "Traceback" in err.traceback_text and fn.__name__ in err.traceback_text
+    assert str(err).startswith("rank 2 failed: ")
+    _no_leftovers()
+
+
+def _silent_rank(comm, linger):
+    if comm.rank == 0:
+        time.sleep(linger)  # alive (gloo: its connections stay open) but never sends
+        return "silent"
+    return comm.recv(0).tolist()
+
+
+@pytest.mark.parametrize("runtime,linger", [("threads", 0.0), ("gloo", 0.0), ("gloo", 3.0)],
+                         ids=["threads", "gloo-exits", "gloo-lingers"])
+def test_rank_that_never_sends_names_waiter_and_peer(runtime, linger):
+    timeout = 2
+    start = time.monotonic()
+    with pytest.raises(RankError) as info:
+        launch(_silent_rank, 3, runtime=runtime, timeout=timeout, args=(linger,))
+    assert time.monotonic() - start < timeout + 4
+    err = info.value
+    assert err.rank in (1, 2)
+    assert re.search(rf"rank {err.rank} (waited 2 s for|failed waiting for) a message from rank 0 \(tag 0\)",
+                     str(err)), str(err)
+    if runtime == "threads" or linger:  # the peer is alive but silent: the wait times out
+        assert str(err).startswith(f"rank {err.rank} failed: CommTimeout: "), str(err)
+    _no_leftovers()
+
+
+def _module_level(comm, k):
+    return comm.all_reduce(torch.tensor([float(comm.rank * k)])).item()
+
+
+def test_gloo_runs_a_function_from_the_test_module():
+    assert launch(_module_level, 3, runtime="gloo", args=(2,)) == [6.0] * 3
+
+
+def test_spawn_with_a_lambda_says_to_move_it_to_a_module():
+    with pytest.raises(RuntimeError, match="importable module") as info:
+        launch(lambda comm: comm.rank, 2, runtime="gloo", start_method="spawn")
+    assert "cannot be sent to spawned processes" in str(info.value)
+    _no_leftovers()
+
+
+def _dies_hard(comm, others_wait):
+    if comm.rank == 1:
+        os._exit(3)
+    if others_wait:
+        comm.barrier()  # the others notice the lost peer and fail too: launch must blame rank 1
+    return comm.rank
+
+
+@pytest.mark.parametrize("others_wait", [False, True], ids=["others-finish", "others-wait"])
+def test_rank_process_that_dies_hard_is_named(others_wait):
+    start = time.monotonic()
+    with pytest.raises(RankError, match="exited with code 3") as info:
+        launch(_dies_hard, 3, runtime="gloo", timeout=30, args=(others_wait,))
+    assert time.monotonic() - start < 10
+    assert info.value.rank == 1
+    _no_leftovers()
