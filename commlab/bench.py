@@ -43,3 +43,30 @@ def launch_seconds(world_size: int, runtime: str, repeats: int = 3) -> float:
         launch(_noop, world_size, runtime=runtime)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def _time_compute(comm, model, dataset, batch, steps, model_kw):
+    from .train import build_model
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    net = build_model(model, dataset, **model_kw).to(comm.device)
+    x, y = dataset.x_train[:batch].to(comm.device), dataset.y_train[:batch].to(comm.device)
+    comm.barrier()
+    stamps = [time.perf_counter()]
+    for _ in range(steps):
+        net.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        if x.is_cuda:
+            torch.cuda.synchronize()
+        stamps.append(time.perf_counter())
+    return statistics.median(b - a for a, b in zip(stamps[3:], stamps[4:]))
+
+
+def compute_seconds(world_size: int, model, dataset, batch_per_rank: int, steps: int = 15,
+                    runtime: str = "gloo", model_kw=None) -> float:
+    """Median seconds of one forward + backward pass of ``batch_per_rank`` samples while
+    ``world_size`` ranks compute at the same time and never communicate (slowest rank):
+    the compute part of a step, including what the ranks cost each other on shared cores."""
+    return max(launch(_time_compute, world_size, runtime=runtime,
+                      args=(model, dataset, batch_per_rank, steps, model_kw or {})))
