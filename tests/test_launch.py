@@ -169,3 +169,33 @@ def test_rank_process_that_dies_hard_is_named(others_wait):
     assert time.monotonic() - start < 10
     assert info.value.rank == 1
     _no_leftovers()
+
+
+TORCHRUN_SCRIPT = """
+import torch, commlab
+
+def fn(comm, scale):
+    x = torch.tensor([float(comm.rank + 1)])
+    comm.all_reduce(x)
+    if comm.rank == 0:
+        comm.send(torch.arange(3.0), 1)
+    elif comm.rank == 1:
+        assert comm.recv(0).tolist() == [0.0, 1.0, 2.0]
+    return x.item() * scale, comm.rank, comm.world_size
+
+results = commlab.launch(fn, runtime="gloo", args=(10,), net="10GbE")
+print("RESULTS", results)
+"""
+
+
+def test_under_torchrun_each_process_is_one_rank_and_gets_all_results(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "job.py"
+    script.write_text(TORCHRUN_SCRIPT)
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                          str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [l for l in out.stdout.splitlines() if l.startswith("RESULTS")]
+    assert lines == ["RESULTS [(30.0, 0, 2), (30.0, 1, 2)]"] * 2, out.stdout
