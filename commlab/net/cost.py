@@ -23,6 +23,10 @@ Formulas (T(n) = alpha + n * beta):
   worker's sends S pieces and takes S back. A lone worker's pieces come back pipelined, each as
   soon as its shard has it. Without the stagger, every worker starting at shard 0, it takes
   (2p + S - 1) T(n/S).)
+* parameter server, co-located: 2 (p - 1) * T(n/S)    (S <= p; server s on worker rank s, BytePS)
+  (the same stagger; a worker's piece of its own shard stays local. Each server takes p - 1
+  pieces in by (p - 1) T, then sends p - 1 back; S = p is an all-to-all reduce-scatter plus
+  all-gather, with the ring's cost; S = 1 is the naive all-reduce.)
 * gossip step, degree d:        d * T(n)                  (send to and take from d neighbours)
 
 The simulated clock (:mod:`commlab.net.clock`) reproduces these when the patterns are run
@@ -97,6 +101,15 @@ def ps_sharded(n: float, workers: int, shards: int, link) -> float:
     if workers == 1:  # nothing to wait for: each piece returns as soon as its shard has it
         return (shards + 1) * piece
     return 2 * max(workers, shards) * piece
+
+
+def ps_colocated(n: float, workers: int, shards: int, link) -> float:
+    """Push and pull with server s on worker rank s (S <= p), staggered (see above)."""
+    _check(workers)
+    _check(shards)
+    if shards > workers:
+        raise ValueError(f"co-located servers need shards <= workers, got shards={shards}, workers={workers}")
+    return 2 * (workers - 1) * get_link(link).time(n / shards)
 
 
 def gossip_step(n: float, degree: int, link) -> float:
