@@ -27,7 +27,8 @@ Formulas (T(n) = alpha + n * beta):
   (the same stagger; a worker's piece of its own shard stays local. Each server takes p - 1
   pieces in by (p - 1) T, then sends p - 1 back; S = p is an all-to-all reduce-scatter plus
   all-gather, with the ring's cost; S = 1 is the naive all-reduce.)
-* gossip step, degree d:        d * T(n)                  (send to and take from d neighbours)
+* gossip step, degree d:        d * T(n)                  (send to and take from d neighbours;
+  d is the largest degree when degrees differ: the rounds of an edge colouring with d colours)
 
 The simulated clock (:mod:`commlab.net.clock`) reproduces these when the patterns are run
 message by message; ``tests/test_cost.py`` checks that they agree.
