@@ -5,7 +5,8 @@ import math
 from dataclasses import dataclass, field
 
 # columns that the same seed must reproduce exactly (wall time is the only one that may not)
-DETERMINISTIC = ("loss", "test_accuracy", "test_loss", "sim_time", "bytes_sent", "bytes_recv")
+DETERMINISTIC = ("loss", "test_accuracy", "test_loss", "sim_time", "bytes_sent", "bytes_recv",
+                 "server_bytes_sent", "server_bytes_recv")
 
 
 @dataclass
@@ -15,7 +16,8 @@ class History:
     loss: training loss averaged over workers; test_accuracy / test_loss: measured every
     ``eval_every`` steps (NaN in between); sim_time: simulated seconds at the end of the
     step (slowest rank; NaN without a network model); wall_time: real seconds since the
-    start of training; bytes_sent / bytes_recv: per step, one list entry per rank.
+    start of training; bytes_sent / bytes_recv: per step, one list entry per worker;
+    server_bytes_sent / server_bytes_recv: whole-run totals of each parameter server rank.
     """
 
     steps: list[int] = field(default_factory=list)
@@ -26,6 +28,8 @@ class History:
     wall_time: list[float] = field(default_factory=list)
     bytes_sent: list[list[int]] = field(default_factory=list)
     bytes_recv: list[list[int]] = field(default_factory=list)
+    server_bytes_sent: list[int] = field(default_factory=list)
+    server_bytes_recv: list[int] = field(default_factory=list)
     config: dict = field(default_factory=dict)
 
     def __len__(self) -> int:

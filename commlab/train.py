@@ -27,6 +27,8 @@ from . import data as data_pkg
 from . import models
 from . import schedule as schedule_pkg
 from . import sync as sync_pkg
+from .arch.ps import ParameterServer, trainable
+from .flat import flatten
 from .history import History
 from .net.clock import as_network
 from .runtime import launch
@@ -84,8 +86,10 @@ def build_model(name, dataset: data_pkg.Dataset, **kw) -> torch.nn.Module:
 class Trainer:
     """Data-parallel training of ``model`` on ``data`` by ``workers`` ranks.
 
-    sync: "bsp" (others arrive with chapters 04-05). arch: "native" (the runtime's
-    all-reduce; others with chapters 02-03). compress / schedule: None for now.
+    sync: "bsp" (others arrive with chapters 04-05). arch: an all-reduce algorithm
+    ("native", "ring", ...) or a parameter server ("ps", "ps(shards=4)",
+    "ps(shards=2, colocated=True)"; server ranks are added after the workers).
+    compress / schedule: None for now.
     net: None, a profile name ("10GbE", ...), a LinkModel or a Network.
     runtime: "threads", "gloo" or "nccl". split: "iid" or "dirichlet" (with dirichlet_alpha).
     """
@@ -118,7 +122,9 @@ class Trainer:
         if not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be a positive integer, got {steps!r}")
         c = self.config
-        results = launch(_train_rank, c.workers, runtime=c.runtime, net=self.network, timeout=c.timeout,
+        arch = arch_pkg.get(c.arch)
+        world = arch.world_size(c.workers) if hasattr(arch, "world_size") else c.workers
+        results = launch(_train_rank, world, runtime=c.runtime, net=self.network, timeout=c.timeout,
                          args=(c, self.dataset, self.shards, self.flops_per_sample, steps))
         return _merge(results, c)
 
@@ -141,6 +147,14 @@ def _train_rank(comm, c: Config, ds, shards, flops_per_sample, steps):
     model.to(comm.device).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
     sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
+    sync_step = lambda: sync.step(comm, model, optimizer, arch)  # noqa: E731
+    if isinstance(arch, ParameterServer):  # the servers own the parameters and the optimizer
+        sgd = dict(lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
+        params = flatten(p.detach() for p in trainable(model))
+        if arch.is_server(comm.rank, c.workers):
+            return {"server": arch.serve(comm, params, c.workers, **sgd)}
+        client = arch.client(comm, params, c.workers, **sgd)
+        sync_step = lambda: client.step(model)  # noqa: E731
     batches = data_pkg.batches(ds.x_train, ds.y_train, shards[comm.rank], c.batch_size, seed=c.seed + comm.rank)
     rec = {"loss": [], "acc": [], "test_loss": [], "sim": [], "wall": [], "sent": [], "recv": []}
     bar = _progress(steps) if comm.rank == 0 and c.progress else None
@@ -153,7 +167,7 @@ def _train_rank(comm, c: Config, ds, shards, flops_per_sample, steps):
         optimizer.zero_grad(set_to_none=False)
         loss.backward()
         comm.compute(flops=flops_per_sample * len(y))
-        sync.step(comm, model, optimizer, arch)
+        sync_step()
         delta = comm.stats.snapshot() - before
         rec["loss"].append(loss.item())
         rec["sent"].append(delta.bytes_sent)
@@ -170,6 +184,8 @@ def _train_rank(comm, c: Config, ds, shards, flops_per_sample, steps):
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
     if bar is not None:
         bar.close()
+    if isinstance(arch, ParameterServer):
+        client.close()
     return rec
 
 
@@ -180,6 +196,8 @@ def _progress(steps):
 
 
 def _merge(results, c: Config) -> History:
+    servers = [r["server"] for r in results if "server" in r]
+    results = [r for r in results if "server" not in r]
     n = len(results[0]["loss"])
     h = History(config={k: (v if isinstance(v, (int, float, str, type(None))) else repr(v))
                         for k, v in asdict(c).items()})
@@ -191,4 +209,6 @@ def _merge(results, c: Config) -> History:
     h.wall_time = [max(r["wall"][i] for r in results) for i in range(n)]
     h.bytes_sent = [[r["sent"][i] for r in results] for i in range(n)]
     h.bytes_recv = [[r["recv"][i] for r in results] for i in range(n)]
+    h.server_bytes_sent = [srv["stats"].bytes_sent for srv in servers]
+    h.server_bytes_recv = [srv["stats"].bytes_recv for srv in servers]
     return h

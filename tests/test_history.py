@@ -23,6 +23,8 @@ def _history():
         wall_time=[0.01, 0.02, 0.035, 0.05],
         bytes_sent=[[10, 20], [10, 30], [0, 0], [5, 5]],
         bytes_recv=[[20, 10], [30, 10], [0, 0], [5, 5]],
+        server_bytes_sent=[60, 60],
+        server_bytes_recv=[70, 70],
         config={"seed": 0},
     )
 

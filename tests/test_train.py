@@ -202,3 +202,20 @@ def test_bad_steps(steps):
     tr = _trainer()
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         tr.fit(steps)
+
+
+@pytest.mark.parametrize("arch", ["ps", "ps(shards=2)", "ps(shards=2, colocated=True)"])
+def test_parameter_server_trains_exactly_like_allreduce(arch):
+    native = _trainer(arch="native").fit(steps=20)
+    ps = _trainer(arch=arch).fit(steps=20)
+    assert ps.loss == native.loss
+    assert ps.test_accuracy[-1] == native.test_accuracy[-1]
+
+
+def test_parameter_server_bytes_are_reported_per_server():
+    run = _trainer(arch="ps(shards=2)")
+    h = run.fit(steps=5)
+    n = 4 * run.num_params
+    assert all(b == [n] * 4 for b in h.bytes_sent)      # each worker pushes its whole gradient once
+    pieces = [run.num_params // 2 * 4, (run.num_params - run.num_params // 2) * 4]
+    assert sorted(h.server_bytes_sent) == sorted(4 * 5 * p for p in pieces)  # 4 workers x 5 pulls

@@ -1,11 +1,13 @@
 """Architectures: who talks to whom (all-reduce algorithms, parameter servers, gossip).
 
-This edition has the runtime's native all-reduce; the algorithms written from
-send/recv arrive with the architectures chapter (02, 03).
+For ``Trainer(arch=...)``: the runtime's native all-reduce, all-reduce algorithms written
+from send/recv (:mod:`.collectives`), and parameter servers (:mod:`.ps`). Gossip
+(:mod:`.gossip`, :mod:`.topology`) averages with neighbours only; it trains as D-PSGD.
 """
 from __future__ import annotations
 
 from ..spec import Registry
+from .ps import ParameterServer
 
 
 class NativeAllReduce:
@@ -22,8 +24,10 @@ class NativeAllReduce:
 
 ARCHITECTURES = Registry("architecture")
 ARCHITECTURES.register("native", NativeAllReduce)
-ARCHITECTURES.plan(["ring", "tree", "double_tree", "halving_doubling", "hierarchical", "naive", "ps", "gossip"],
+ARCHITECTURES.register("ps", ParameterServer)
+ARCHITECTURES.plan(["ring", "tree", "double_tree", "halving_doubling", "hierarchical", "naive"],
                    "architectures chapter, issue 3")
+ARCHITECTURES.plan(["gossip"], "gossip averaging trains as D-PSGD: decentralized chapter")
 
 
 def get(spec="native"):
