@@ -4,6 +4,7 @@ Every check runs inside the ranks and the results come back through ``launch``; 
 oracle is plain torch arithmetic in the test process.
 """
 import os
+import time
 
 import pytest
 import torch
@@ -375,3 +376,73 @@ def _mismatched_dtypes(comm):
 def test_all_reduce_mismatch_across_ranks_is_an_error(runtime, fn):
     with pytest.raises(RankError, match="all_reduce needs the same shape and dtype on every rank"):
         launch(fn, 3, runtime=runtime, timeout=10)
+
+
+# ----- receiving into a preallocated buffer (out=) ------------------------------------------
+def _recv_into(comm):
+    """Rank 0 sends every payload kind; rank 1 receives each into a buffer of its shape (a
+    transposed buffer too: the data lands in memory order), with irecv posted ahead."""
+    kinds = payloads(3)
+    if comm.rank == 0:
+        works = [comm.isend(t, 1, tag=4) for t in kinds.values()]
+        for w in works:
+            w.wait()
+        return comm.stats.bytes_sent
+    bufs = {k: torch.full_like(t, 7) for k, t in kinds.items()}
+    posted = [(k, comm.irecv(0, tag=4, out=bufs[k])) for k in kinds]
+    same = {k: w.wait() is bufs[k] for k, w in posted}
+    return same, bufs, comm.stats.bytes_recv
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_irecv_into_a_preallocated_buffer(runtime):
+    sent, (same, bufs, received) = launch(_recv_into, 2, runtime=runtime)
+    assert all(same.values())  # wait() returns the buffer itself
+    for k, t in payloads(3).items():
+        assert bufs[k].dtype == t.dtype and torch.equal(bufs[k].reshape(-1), t.reshape(-1)), k
+    assert sent == received
+
+
+def _recv_into_mixed(comm):
+    """A receive without out= posted before receives into buffers, same source and tag, and
+    payloads of equal and different sizes: each message lands where it belongs."""
+    sizes = [3, 3, 5, 3, 0, 5]
+    if comm.rank == 0:
+        works = [comm.isend(torch.full((n,), float(k)), 1, tag=1) for k, n in enumerate(sizes)]
+        for w in works:
+            w.wait()
+        return None
+    first = comm.irecv(0, tag=1)  # its payload is posted only when the header is read
+    rest = [comm.irecv(0, tag=1, out=torch.empty(n)) for n in sizes[1:]]
+    return [first.wait().tolist()] + [w.wait().tolist() for w in rest]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_receives_with_and_without_out_keep_their_order(runtime):
+    got = launch(_recv_into_mixed, 2, runtime=runtime)[1]
+    assert got == [[float(k)] * n for k, n in enumerate([3, 3, 5, 3, 0, 5])]
+
+
+def _recv_into_wrong(comm, n_send, dtype):
+    if comm.rank == 0:
+        sent = comm.isend(torch.ones(n_send, dtype=dtype), 1, tag=2)  # keep the handle: dropping it cancels
+        time.sleep(1.0)  # until rank 1's error tears the run down (a wait would fail too, racing it)
+        assert sent is not None
+    else:
+        comm.recv(0, tag=2, out=torch.empty(4))
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("n_send,dtype", [(6, torch.float32), (3, torch.float32), (4, torch.float64)])
+def test_recv_into_a_buffer_of_another_size_names_both_ranks(runtime, n_send, dtype):
+    """Bigger, smaller or another dtype: a ValueError from the receiver, never Gloo's abort."""
+    with pytest.raises(RankError, match=rf"rank 1 receives into 4 torch.float32 elements from rank 0 \(tag 2\), "
+                                        rf"but rank 0 sent {n_send} {dtype}") as info:
+        launch(_recv_into_wrong, 2, runtime=runtime, args=(n_send, dtype), timeout=10)
+    assert info.value.rank == 1
+
+
+def test_recv_out_must_be_a_tensor():
+    comm = ThreadComm(World(2, timeout=1.0), rank=0)
+    with pytest.raises(TypeError, match="out must be a torch.Tensor, got list"):
+        comm.irecv(1, out=[0.0])

@@ -94,3 +94,18 @@ def test_gloo_comm_reports_its_backend_and_device():
     info = launch(lambda comm: (type(comm).__name__, comm.backend, str(comm.device), comm.rank, comm.world_size),
                   2, runtime="gloo")
     assert info == [("DistComm", "gloo", "cpu", r, 2) for r in range(2)]
+
+
+def test_gloo_tags_must_fit_the_tag_space():
+    def fn(comm):
+        comm.send(torch.ones(1), 1 - comm.rank, tag=1 << 15)
+
+    with pytest.raises(RankError, match=r"tag must be an integer in 0\.\.32767 on gloo, got 32768"):
+        launch(fn, 2, runtime="gloo", timeout=10)
+
+
+def test_payload_tags_differ_by_size_and_dtype():
+    comm = DistComm(0, 2, "gloo")
+    tags = {comm._payload_kw(3, n, d)["tag"] for n in (1, 2, 1000) for d in (torch.float32, torch.int64)}
+    assert len(tags) == 6
+    assert all(t % 2 == 1 and t < 2**31 and t & 0xFFFF == 2 * 3 + 1 for t in tags)

@@ -74,6 +74,13 @@ def binomial_children(relative_rank: int, world_size: int) -> list[int]:
     return kids
 
 
+def check_into(out: torch.Tensor, dtype, numel: int, rank: int, src: int, tag: int) -> None:
+    """A message about to be received into ``out`` must have out's number of elements and dtype."""
+    if out.numel() != numel or out.dtype != dtype:
+        raise ValueError(f"rank {rank} receives into {out.numel()} {out.dtype} elements from rank {src} (tag {tag}), "
+                         f"but rank {src} sent {numel} {dtype}: the two ranks disagree on the message's size")
+
+
 def check_op(op: str) -> str:
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduce op {op!r}; valid ops: {', '.join(REDUCE_OPS)}")
@@ -85,7 +92,10 @@ class Comm:
 
     Point-to-point: ``send(t, dst)``, ``recv(src) -> Tensor``, ``recv_any() -> (src, Tensor)``,
     ``isend(t, dst) -> Work``, ``irecv(src) -> Work``. A received tensor is new memory with
-    the sender's shape and dtype, on this rank's device.
+    the sender's shape and dtype, on this rank's device; or, with ``recv(src, out=buf)`` /
+    ``irecv(src, out=buf)``, the preallocated ``buf``, which must then have the message's number
+    of elements and dtype (else ValueError naming both ranks). Receiving into ``out`` saves the
+    allocation, and on Gloo lets the payload arrive before ``wait()`` (see ``runtime.dist``).
     Collectives: ``all_reduce(t, op)`` (in place, returns t), ``all_gather(t) -> list``,
     ``broadcast(t, src)`` (in place), ``barrier()``.
     """
@@ -136,14 +146,16 @@ class Comm:
         depart = self._outgoing(tensor, dst)
         return self._transport_isend(tensor.detach(), dst, tag, depart)
 
-    def recv(self, src: int, tag: int = 0) -> torch.Tensor:
-        """Blocking receive of the next message from ``src`` with ``tag``."""
+    def recv(self, src: int, tag: int = 0, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Blocking receive of the next message from ``src`` with ``tag`` (into ``out`` if given)."""
         self._check_peer(src, "src")
-        return self.irecv(src, tag).wait()
+        return self.irecv(src, tag, out).wait()
 
-    def irecv(self, src: int, tag: int = 0) -> Work:
+    def irecv(self, src: int, tag: int = 0, out: torch.Tensor | None = None) -> Work:
         self._check_peer(src, "src")
-        pending = self._transport_irecv(src, tag)
+        if out is not None and not isinstance(out, torch.Tensor):
+            raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+        pending = self._transport_irecv(src, tag, out)
 
         def finish():
             _, tensor, depart = pending()
@@ -222,8 +234,9 @@ class Comm:
     def _transport_isend(self, tensor, dst, tag, depart) -> Work:
         raise NotImplementedError
 
-    def _transport_irecv(self, src, tag):
-        """Return a callable that blocks and returns (src, tensor, depart)."""
+    def _transport_irecv(self, src, tag, out=None):
+        """Return a callable that blocks and returns (src, tensor, depart); the tensor is ``out``
+        when given (checked with :func:`check_into` before anything is written to it)."""
         raise NotImplementedError
 
     def _transport_recv_any(self, tag):

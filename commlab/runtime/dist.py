@@ -4,11 +4,19 @@ commlab writes no transport of its own: every byte goes through torch.distribute
 A point-to-point message is a small header (dtype, shape, departure time on the
 simulated clock) followed by the payload, so a receiver needs to know nothing in
 advance and a shape mismatch is an error, never a silently wrong buffer. Headers use
-tag ``2 * tag`` and payloads ``2 * tag + 1`` (NCCL has no tags and relies on per-pair
-ordering instead). Only payload bytes are counted in ``comm.stats``.
+tag ``2 * tag``; payloads ``2 * tag + 1 + 2**16 * code``, where ``code`` is derived from the
+payload's number of elements and dtype (NCCL has no tags and relies on per-pair ordering
+instead). User tags are 0 <= tag < 2**15. Only payload bytes are counted in ``comm.stats``.
 
 A non-blocking receive posts the header at once and the payload when waited on, so
-wait for receives from the same source and tag in the order they were posted.
+wait for receives from the same source and tag in the order they were posted. A receive
+into a preallocated buffer, ``irecv(src, out=buf)``, posts the payload at once too, on
+the tag of buf's size: Gloo then moves the payload as soon as the sender sends it,
+without waiting for this rank to read the header first (the difference between a
+ring all-reduce at half and at full speed). A sender whose payload has another size
+uses another tag, so it is never written into ``buf`` (Gloo would abort the process);
+the header, which comes first, makes ``wait()`` raise a ValueError naming both ranks.
+Keep the Work of an ``isend`` until it is waited on: dropping it lets Gloo cancel the send.
 """
 from __future__ import annotations
 
@@ -17,13 +25,14 @@ import zlib
 import torch
 import torch.distributed as dist
 
-from .comm import Comm, Work
+from .comm import Comm, Work, check_into
 from .errors import CommTimeout
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
           torch.int16, torch.int8, torch.uint8, torch.bool]
 MAX_DIMS = 8
 HEADER = 3 + MAX_DIMS  # dtype code, ndim, shape..., departure time
+TAGS = 1 << 15  # user tags 0..TAGS-1; payload tags carry a 14-bit code of the size above bit 16
 
 OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX,
        "min": dist.ReduceOp.MIN, "prod": dist.ReduceOp.PRODUCT}
@@ -36,6 +45,7 @@ class DistComm(Comm):
         super().__init__(rank, world_size, clock, device)
         self.backend = backend
         self._tags = backend != "nccl"
+        self._unposted: dict[tuple[int, int], int] = {}  # (src, tag) -> receives whose payload waits for its header
 
     # ----- headers --------------------------------------------------------------------
     def _header(self, tensor: torch.Tensor, depart: float) -> torch.Tensor:
@@ -54,8 +64,20 @@ class DistComm(Comm):
         ndim = int(h[1])
         return DTYPES[int(h[0])], tuple(int(s) for s in h[2:2 + ndim]), h[-1]
 
-    def _kw(self, tag: int, payload: bool) -> dict:
-        return {"tag": 2 * tag + int(payload)} if self._tags else {}
+    def _kw(self, tag: int) -> dict:
+        """Keyword arguments of a header's send or receive."""
+        if not self._tags:
+            return {}
+        if not isinstance(tag, int) or not 0 <= tag < TAGS:
+            raise ValueError(f"tag must be an integer in 0..{TAGS - 1} on {self.backend}, got {tag!r}")
+        return {"tag": 2 * tag}
+
+    def _payload_kw(self, tag: int, numel: int, dtype) -> dict:
+        """The payload's tag: odd, and different for payloads of another size or dtype."""
+        if not self._tags:
+            return {}
+        code = zlib.crc32(f"{numel} {dtype}".encode()) % (1 << 14)
+        return {"tag": self._kw(tag)["tag"] + 1 + (code << 16)}
 
     # ----- point to point -------------------------------------------------------------
     def _p2p(self, call, what: str):
@@ -71,9 +93,10 @@ class DistComm(Comm):
         header = self._header(tensor, depart)
         payload = tensor.to(self.device).contiguous()
         what = f"sending a message to rank {dst} (tag {tag})"
-        works = [self._p2p(lambda: dist.isend(header, dst, **self._kw(tag, False)), what)]
+        works = [self._p2p(lambda: dist.isend(header, dst, **self._kw(tag)), what)]
         if payload.numel():
-            works.append(self._p2p(lambda: dist.isend(payload, dst, **self._kw(tag, True)), what))
+            kw = self._payload_kw(tag, payload.numel(), payload.dtype)
+            works.append(self._p2p(lambda: dist.isend(payload, dst, **kw), what))
 
         def finish(keep=(header, payload)):  # keep the buffers alive until sent
             for w in works:
@@ -81,30 +104,63 @@ class DistComm(Comm):
 
         return Work(finish)
 
-    def _payload(self, header, src, tag):
+    def _payload(self, header, src, tag, out=None):
+        """Receive the payload a header announced, into ``out`` if given (checked first)."""
         dtype, shape, depart = self._parse(header)
-        out = torch.empty(shape, dtype=dtype, device=self.device)
-        if out.numel():
-            self._p2p(lambda: dist.recv(out, src, **self._kw(tag, True)),
+        numel = torch.Size(shape).numel()
+        if out is not None:
+            check_into(out, dtype, numel, self.rank, src, tag)
+        buf = self._buffer(out) if out is not None else torch.empty(shape, dtype=dtype, device=self.device)
+        if numel:
+            self._p2p(lambda: dist.recv(buf, src, **self._payload_kw(tag, numel, dtype)),
                       f"waiting for a message from rank {src} (tag {tag})")
-        return src, out, depart
+        return src, self._unstage(buf, out), depart
 
-    def _transport_irecv(self, src, tag):
+    def _buffer(self, out):
+        """Where a payload for ``out`` lands: out itself, or a staging copy on this device."""
+        return out if out.device == self.device and out.is_contiguous() else torch.empty(
+            out.shape, dtype=out.dtype, device=self.device)
+
+    @staticmethod
+    def _unstage(buf, out):
+        if out is None or buf is out:
+            return buf
+        return out.copy_(buf)
+
+    def _transport_irecv(self, src, tag, out=None):
         header = torch.empty(HEADER, dtype=torch.float64, device=self.device)
         what = f"waiting for a message from rank {src} (tag {tag})"
-        work = self._p2p(lambda: dist.irecv(header, src, **self._kw(tag, False)), what)
+        work = self._p2p(lambda: dist.irecv(header, src, **self._kw(tag)), what)
+        key = (src, tag)
+        if out is None or not self._tags or not out.numel() or self._unposted.get(key):
+            # the payload is posted once the header is read; a later receive from the same
+            # source and tag must not post its payload before this one's
+            self._unposted[key] = self._unposted.get(key, 0) + 1
 
-        def finish():
+            def finish():
+                self._p2p(work.wait, what)
+                self._unposted[key] -= 1
+                return self._payload(header, src, tag, out)
+
+            return finish
+
+        buf = self._buffer(out)
+        early = self._p2p(lambda: dist.irecv(buf, src, **self._payload_kw(tag, out.numel(), out.dtype)), what)
+
+        def finish_early():
             self._p2p(work.wait, what)
-            return self._payload(header, src, tag)
+            dtype, shape, depart = self._parse(header)
+            check_into(out, dtype, torch.Size(shape).numel(), self.rank, src, tag)
+            self._p2p(early.wait, what)
+            return src, self._unstage(buf, out), depart
 
-        return finish
+        return finish_early
 
     def _transport_recv_any(self, tag):
         if self.backend == "nccl":
             raise NotImplementedError("NCCL cannot receive from any source; use recv(src) or the gloo runtime")
         header = torch.empty(HEADER, dtype=torch.float64)
-        src = self._p2p(lambda: dist.recv(header, None, **self._kw(tag, False)),
+        src = self._p2p(lambda: dist.recv(header, None, **self._kw(tag)),
                         f"waiting for a message from any rank (tag {tag})")
         return self._payload(header, src, tag)
 

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from .comm import Comm, Work
+from .comm import Comm, Work, check_into
 from .errors import Aborted, CommTimeout
 
 POLL = 0.05  # seconds between checks of the abort flag
@@ -126,9 +126,16 @@ class ThreadComm(Comm):
             src, _, tensor, depart = found[0]
             return src, tensor, depart
 
-    def _transport_irecv(self, src, tag):
-        return lambda: self._take(lambda m: m[0] == src and m[1] == tag,
-                                  f"a message from rank {src} (tag {tag})")
+    def _transport_irecv(self, src, tag, out=None):
+        def finish():
+            _, tensor, depart = self._take(lambda m: m[0] == src and m[1] == tag,
+                                           f"a message from rank {src} (tag {tag})")
+            if out is None:
+                return src, tensor, depart
+            check_into(out, tensor.dtype, tensor.numel(), self.rank, src, tag)
+            return src, out.copy_(tensor.view(out.shape)), depart
+
+        return finish
 
     def _transport_recv_any(self, tag):
         return self._take(lambda m: m[1] == tag, f"a message from any rank (tag {tag})")
