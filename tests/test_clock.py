@@ -296,3 +296,86 @@ def test_gloo_gives_the_same_simulated_time_as_threads():
 def test_clock_errors_surface_through_launch():
     with pytest.raises(RankError, match="needs Network\\(flops="):
         launch(lambda comm: comm.compute(flops=1.0), 2, net=Network(L, flops=None))
+
+
+# ----- nodes: a fast link inside a node --------------------------------------------------------
+FAST = LinkModel(alpha=1e-5, beta=1e-10, name="fast")
+
+
+def test_messages_inside_a_node_use_the_intra_link():
+    net = Network(L, ranks_per_node=2, intra_link=FAST)
+    assert net.message_time(0, 1, N) == approx(T(N, FAST)) == approx(net.message_time(3, 2, N))
+    assert net.message_time(1, 2, N) == approx(T(N)) == approx(net.message_time(0, 3, N))
+    assert net.same_node(4, 5) and not net.same_node(5, 6)
+
+    def fn(comm):
+        if comm.rank == 0:
+            comm.isend(torch.zeros(NUMEL), 1).wait()  # same node
+            comm.isend(torch.zeros(NUMEL), 2).wait()  # next node
+        elif comm.rank in (1, 2):
+            comm.recv(0)
+        return comm.now
+
+    assert launch(fn, 3, net=net) == [0.0, approx(T(N, FAST)), approx(T(N, FAST) + T(N))]
+
+
+def test_without_nodes_nothing_changes():
+    net = Network(L)
+    assert net.ranks_per_node is None and net.intra_link is None and not net.same_node(0, 1)
+    assert net.message_time(0, 1, N) == approx(T(N))
+
+
+def test_node_arguments_go_together():
+    with pytest.raises(ValueError, match="give both ranks_per_node= and intra_link="):
+        Network(L, ranks_per_node=4)
+    with pytest.raises(ValueError, match="give both ranks_per_node= and intra_link="):
+        Network(L, intra_link="NVLink")
+    with pytest.raises(ValueError, match="ranks_per_node must be an integer >= 1, got 0"):
+        Network(L, ranks_per_node=0, intra_link="NVLink")
+    net = Network("10GbE", ranks_per_node=8, intra_link="nvlink")
+    assert net.intra_link is get_link("NVLink") and "8 ranks per node on NVLink" in repr(net)
+
+
+def test_native_collective_goes_at_the_pace_of_the_slower_link():
+    def fn(comm):
+        comm.all_reduce(torch.zeros(NUMEL))
+        return comm.now
+
+    slow_intra = LinkModel(2e-3, 3e-9)
+    assert launch(fn, 4, net=Network(L, ranks_per_node=2, intra_link=FAST)) == [approx(cost.allreduce_ring(N, 4, L))] * 4
+    assert launch(fn, 4, net=Network(L, ranks_per_node=2, intra_link=slow_intra)) == [
+        approx(cost.allreduce_ring(N, 4, slow_intra))] * 4
+
+
+# ----- replay: a schedule timed without running it --------------------------------------------
+def test_replay_gives_what_the_clock_gives():
+    from commlab.net.clock import replay
+
+    def fn(comm):  # rank 0 sends to 1 and 2; 1 passes it on to 2; 2 replies to 0
+        if comm.rank == 0:
+            works = [comm.isend(torch.zeros(NUMEL), 1), comm.isend(torch.zeros(NUMEL // 2), 2)]
+            comm.recv(2)
+            for w in works:
+                w.wait()
+        elif comm.rank == 1:
+            comm.send(comm.recv(0), 2)
+        else:
+            comm.recv(0)
+            comm.recv(1)
+            comm.send(torch.zeros(10), 0)
+        return comm.now
+
+    net = Network(L, links={2: SLOW})
+    programs = [[("send", 1, 0, N), ("send", 2, 0, N / 2), ("recv", 2, 0, 40)],
+                [("recv", 0, 0, N), ("send", 2, 0, N)],
+                [("recv", 0, 0, N / 2), ("recv", 1, 0, N), ("send", 0, 0, 40)]]
+    assert replay(programs, net) == [approx(t) for t in launch(fn, 3, net=net)]
+
+
+def test_replay_reports_a_deadlock():
+    from commlab.net.clock import replay
+
+    with pytest.raises(ValueError, match=r"deadlocks: rank 0 waits for \('recv', 1, 0, 8\) \(ranks stuck: \[0, 1\]\)"):
+        replay([[("recv", 1, 0, 8)], [("recv", 0, 0, 8)]], L)
+    with pytest.raises(ValueError, match="measure_compute=False"):
+        replay([[]], Network(L, measure_compute=True))

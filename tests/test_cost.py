@@ -155,11 +155,11 @@ def _allreduce_halving_doubling(comm):
     return comm.now, x
 
 
-ALLREDUCE = {"naive": _allreduce_naive, "ring": _allreduce_ring, "tree": _allreduce_tree,
+ALLREDUCE = {"naive": _allreduce_naive, "ring": _allreduce_ring, "binomial_tree": _allreduce_tree,
              "halving_doubling": _allreduce_halving_doubling}
 
 
-@pytest.mark.parametrize("algorithm", ["naive", "ring", "tree"])
+@pytest.mark.parametrize("algorithm", ["naive", "ring", "binomial_tree"])
 @pytest.mark.parametrize("p", PS)
 def test_allreduce(algorithm, p):
     now, outs = run(ALLREDUCE[algorithm], p)

@@ -22,6 +22,7 @@ communication calls (real but not reproducible).
 from __future__ import annotations
 
 import time
+from collections import defaultdict, deque
 
 from . import cost
 from .link import LinkModel, get_link
@@ -39,10 +40,20 @@ class Network:
         (1 TFLOP/s sustained, a modest GPU) keeps simulated compute small next to the wire.
     slowdown: optional {rank: factor} multiplying that rank's compute time (a straggler).
     measure_compute: add measured thread CPU time between communication calls.
+    ranks_per_node, intra_link: nodes of ``ranks_per_node`` consecutive ranks (rank r on node
+        r // ranks_per_node); a message between two ranks of one node goes over ``intra_link``
+        (NVLink, PCIe), any other over the ranks' own links as above. Give both or neither.
     """
 
     def __init__(self, link="10GbE", links=None, flops: float | None = DEFAULT_FLOPS, slowdown=None,
-                 measure_compute: bool = False):
+                 measure_compute: bool = False, ranks_per_node: int | None = None, intra_link=None):
+        if (ranks_per_node is None) != (intra_link is None):
+            raise ValueError("give both ranks_per_node= and intra_link= (a node's ranks and the link between "
+                             f"them), or neither; got ranks_per_node={ranks_per_node!r}, intra_link={intra_link!r}")
+        if ranks_per_node is not None and (not isinstance(ranks_per_node, int) or ranks_per_node < 1):
+            raise ValueError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
+        self.ranks_per_node = ranks_per_node
+        self.intra_link = None if intra_link is None else get_link(intra_link)
         self.link = get_link(link)
         self.links = {int(r): get_link(l) for r, l in (links or {}).items()}
         if flops is not None and not flops > 0:
@@ -57,7 +68,12 @@ class Network:
     def link_of(self, rank: int) -> LinkModel:
         return self.links.get(rank, self.link)
 
+    def same_node(self, a: int, b: int) -> bool:
+        return self.ranks_per_node is not None and a // self.ranks_per_node == b // self.ranks_per_node
+
     def message_time(self, src: int, dst: int, nbytes: float) -> float:
+        if self.same_node(src, dst):
+            return self.intra_link.time(nbytes)
         a, b = self.link_of(src), self.link_of(dst)
         return max(a.alpha, b.alpha) + nbytes * max(a.beta, b.beta)
 
@@ -65,7 +81,9 @@ class Network:
         return Clock(self, rank)
 
     def __repr__(self) -> str:
-        return f"Network({self.link.name}, flops={self.flops}, slow links={len(self.links)}, slowdown={self.slowdown})"
+        nodes = f", {self.ranks_per_node} ranks per node on {self.intra_link.name}" if self.ranks_per_node else ""
+        return (f"Network({self.link.name}, flops={self.flops}, slow links={len(self.links)}, "
+                f"slowdown={self.slowdown}{nodes})")
 
 
 def as_network(net) -> Network | None:
@@ -128,12 +146,51 @@ class Clock:
     def collective(self, start: float, name: str, nbytes: int, world_size: int) -> None:
         """Advance to the end of a native collective that starts at ``start`` (max of clocks)."""
         self._measure()
-        link = self.network.link
-        if self.network.links:  # a collective goes at the pace of its slowest link
-            link = max([link, *self.network.links.values()], key=lambda l: (l.beta, l.alpha))
+        net = self.network
+        slow = [*net.links.values()] + ([net.intra_link] if net.ranks_per_node and net.ranks_per_node > 1 else [])
+        link = net.link  # a collective goes at the pace of its slowest link
+        if slow:
+            link = max([link, *slow], key=lambda l: (l.beta, l.alpha))
         self.now = start + cost.native(name, nbytes, world_size, link)
         self.out_free = self.in_free = self.now
         self._remark()
 
     def __repr__(self) -> str:
         return f"Clock(rank {self.rank}, now={self.now:.6g} s)"
+
+
+def replay(programs, net) -> list[float]:
+    """Time a message schedule by the rules above without moving any data.
+
+    ``programs[r]`` lists rank r's messages in its program order, each ``("send", dst, tag,
+    nbytes)`` or ``("recv", src, tag, nbytes)``; messages between two ranks with one tag
+    arrive in the order they were sent. Each rank runs its list on its own :class:`Clock`
+    until it needs a message that has not been sent yet. Returns every rank's clock at the
+    end; the max is the schedule's time. Used where a closed form would not be tidy (the
+    double binary tree in ``cost.allreduce_double_tree``)."""
+    network = as_network(net)
+    if network.measure_compute:
+        raise ValueError("replay times messages only; use a Network with measure_compute=False")
+    clocks = [network.clock(r) for r in range(len(programs))]
+    done = [0] * len(programs)
+    wire = defaultdict(deque)  # (src, dst, tag) -> departure times of messages not yet taken
+    moved = True
+    while moved:
+        moved = False
+        for r, ops in enumerate(programs):
+            while done[r] < len(ops):
+                kind, peer, tag, nbytes = ops[done[r]]
+                if kind == "send":
+                    wire[(r, peer, tag)].append(clocks[r].send(peer, nbytes))
+                elif wire[(peer, r, tag)]:
+                    clocks[r].recv(peer, nbytes, wire[(peer, r, tag)].popleft())
+                else:
+                    break
+                done[r] += 1
+                moved = True
+    stuck = [r for r, ops in enumerate(programs) if done[r] < len(ops)]
+    if stuck:
+        r = stuck[0]
+        raise ValueError(f"the schedule deadlocks: rank {r} waits for {programs[r][done[r]]} "
+                         f"(ranks stuck: {stuck})")
+    return [c.now for c in clocks]

@@ -11,9 +11,19 @@ Formulas (T(n) = alpha + n * beta):
 * broadcast, binomial tree:     ceil(log2 p) * T(n)
 * reduce, binomial tree:        ceil(log2 p) * T(n)
 * all-reduce, naive:            2 (p - 1) * T(n)          (p-1 messages into a root, p-1 out)
-* all-reduce, ring:             2 (p - 1) * T(n / p)      (Patarasuk and Yuan 2009)
+* all-reduce, ring:             2 (p - 1) s * T(n / (p s))  (Patarasuk and Yuan 2009; s segments
+  per chunk: 2 (p - 1) s alpha + 2 (p - 1)/p n beta)
 * all-reduce, binomial tree:    2 ceil(log2 p) * T(n)     (reduce, then broadcast)
-* all-reduce, halving-doubling: 2 log2(p) alpha + 2 (p - 1)/p n beta  (Rabenseifner; p = 2^k)
+* all-reduce, pipelined binary tree, s segments: (4 (s - 1) + r(p) + d(p)) * T(n / s) for p >= 3,
+  2 s T(n / s) for p = 2, where with h = floor(log2 p) the first segment takes r(p) = 2h message
+  times to climb the heap (2h - 1 when p = 2^h: the deepest node is an only child) and d(p) =
+  max over v = 1..p of bitlen(v) + popcount(v) - 2 to come down (1 per left edge, 2 per right)
+* all-reduce, double binary tree: about (4 s + O(log p)) T(n / 2s) ~ 2 n beta + 4 s alpha; exact:
+  the schedule timed message by message (two pipelines sharing ports have no tidy fill term)
+* all-reduce, halving-doubling: 2 log2(p) alpha + 2 (p - 1)/p n beta  (Rabenseifner; p = 2^k);
+  other p: 2 T(n) + the same for p' = 2^floor(log2 p) (p - p' ranks fold into partners first)
+* all-reduce, hierarchical:     2 (g - 1) T_intra(n) + T_inner(n, ceil(p / g)) over the inter-node
+  link (g ranks per node; reduce to a leader, all-reduce across leaders, broadcast back)
 * all-gather, ring:             (p - 1) * T(n_per_rank)
 * parameter server, single:     2 p * T(n)                (p pushes into one server, p pulls out)
 * parameter server, S shards:   2 max(p, S) * T(n/S)   for p >= 2 workers; (S + 1) * T(n/S) for one
@@ -68,20 +78,73 @@ def allreduce_naive(n: float, p: int, link) -> float:
     return 2 * (p - 1) * get_link(link).time(n)
 
 
-def allreduce_ring(n: float, p: int, link) -> float:
+def _check_segments(s: int) -> None:
+    if not isinstance(s, int) or s < 1:
+        raise ValueError(f"segments must be an integer >= 1, got {s!r}")
+
+
+def allreduce_ring(n: float, p: int, link, segments: int = 1) -> float:
+    """Ring all-reduce (commlab.arch.ring), each of the p chunks sent as ``segments`` messages."""
     _check(p)
-    return 2 * (p - 1) * get_link(link).time(n / p)
+    _check_segments(segments)
+    return 2 * (p - 1) * segments * get_link(link).time(n / (p * segments))
 
 
 def allreduce_tree(n: float, p: int, link) -> float:
+    """Binomial-tree reduce, then binomial-tree broadcast, of the whole vector."""
     _check(p)
     return 2 * _log2_ceil(p) * get_link(link).time(n)
 
 
+def tree_fill(p: int) -> tuple[int, int]:
+    """(r, d): message times the first segment needs to climb the heap of p ranks in the
+    reduce, and to come down it in the broadcast (see the module docstring)."""
+    _check(p)
+    h = p.bit_length() - 1
+    r = 2 * h - (p == 1 << h)
+    d = max(v.bit_length() + bin(v).count("1") - 2 for v in range(1, p + 1))
+    return r, d
+
+
+def allreduce_binary_tree(n: float, p: int, link, segments: int = 4) -> float:
+    """Pipelined binary-tree all-reduce (commlab.arch.tree) in ``segments`` segments."""
+    _check(p)
+    _check_segments(segments)
+    t = get_link(link).time(n / segments)
+    if p <= 2:  # a single edge: one segment per message time each way
+        return 2 * segments * t * (p - 1)
+    r, d = tree_fill(p)
+    return (4 * (segments - 1) + r + d) * t
+
+
+def allreduce_double_tree(n: float, p: int, link, segments: int = 4) -> float:
+    """Double binary tree all-reduce (commlab.arch.tree), each half in ``segments`` segments:
+    its schedule, timed by the clock's rules message by message (commlab.net.clock.replay)."""
+    from ..arch.tree import schedules  # the algorithm's own schedule: cost times exactly that
+    from .clock import Network, replay
+
+    _check(p)
+    _check_segments(segments)
+    return max(replay(schedules(n, p, segments, double=True), Network(get_link(link))))
+
+
 def allreduce_halving_doubling(n: float, p: int, link) -> float:
+    """Rabenseifner's all-reduce (commlab.arch.halving_doubling), with the fold for p != 2^k."""
     _check(p)
     l = get_link(link)
-    return 2 * _log2_ceil(p) * l.alpha + 2 * (p - 1) / p * n * l.beta
+    q = 1 << (p.bit_length() - 1)  # the largest power of two <= p
+    fold = 2 * l.time(n) if q < p else 0.0
+    return fold + 2 * (q.bit_length() - 1) * l.alpha + 2 * (q - 1) / q * n * l.beta
+
+
+def allreduce_hierarchical(n: float, p: int, link, group_size: int, intra_link, inner: str = "ring",
+                           **inner_kw) -> float:
+    """Hierarchical all-reduce (commlab.arch.hierarchical): ``link`` between nodes,
+    ``intra_link`` inside a node of ``group_size`` ranks, ``inner`` across the node leaders."""
+    _check(p)
+    _check(group_size)
+    g, nodes = min(group_size, p), -(-p // group_size)
+    return 2 * (g - 1) * get_link(intra_link).time(n) + allreduce(n, nodes, link, inner, **inner_kw)
 
 
 def allgather_ring(n_per_rank: float, p: int, link) -> float:
@@ -119,14 +182,17 @@ def gossip_step(n: float, degree: int, link) -> float:
     return degree * get_link(link).time(n)
 
 
-ALLREDUCE = {"naive": allreduce_naive, "ring": allreduce_ring, "tree": allreduce_tree,
-             "halving_doubling": allreduce_halving_doubling}
+ALLREDUCE = {"naive": allreduce_naive, "ring": allreduce_ring, "tree": allreduce_binary_tree,
+             "halving_doubling": allreduce_halving_doubling, "double_tree": allreduce_double_tree,
+             "hierarchical": allreduce_hierarchical, "native": allreduce_ring, "binomial_tree": allreduce_tree}
 
 
-def allreduce(n: float, p: int, link, algorithm: str = "ring") -> float:
+def allreduce(n: float, p: int, link, algorithm: str = "ring", **kw) -> float:
+    """The all-reduce time of the algorithm that ``commlab.arch.collectives.allreduce`` runs
+    under the same name, with the same keyword arguments (segments=, group_size=, ...)."""
     if algorithm not in ALLREDUCE:
         raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; valid: {', '.join(ALLREDUCE)}")
-    return ALLREDUCE[algorithm](n, p, link)
+    return ALLREDUCE[algorithm](n, p, link, **kw)
 
 
 def native(name: str, n: float, p: int, link: LinkModel) -> float:
