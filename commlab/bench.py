@@ -70,3 +70,45 @@ def compute_seconds(world_size: int, model, dataset, batch_per_rank: int, steps:
     the compute part of a step, including what the ranks cost each other on shared cores."""
     return max(launch(_time_compute, world_size, runtime=runtime,
                       args=(model, dataset, batch_per_rank, steps, model_kw or {})))
+
+
+def _time_algorithms(comm, sizes, algorithms, repeats: int, warmup: int):
+    """This rank's wall seconds per repeat for each (label, nbytes); the algorithms take
+    turns within each repeat, so background load falls on all of them alike."""
+    from .arch import collectives
+
+    out = {}
+    for nbytes in sizes:
+        x = torch.empty(max(1, nbytes // 4), dtype=torch.float32, device=comm.device)
+        for i in range(warmup + repeats):
+            for label, name, kw in algorithms:
+                x.fill_(1.0)
+                comm.barrier()
+                start = time.perf_counter()
+                collectives.allreduce(comm, x, name, **kw)
+                if x.is_cuda:
+                    torch.cuda.synchronize()
+                if i >= warmup:
+                    out.setdefault((label, nbytes), []).append(time.perf_counter() - start)
+    return out
+
+
+def allreduce_algorithm_seconds(world_size: int, sizes, algorithms, runtime: str = "gloo", repeats: int = 5,
+                                warmup: int = 2) -> dict:
+    """{(label, nbytes): median over repeats of the slowest rank's seconds} for all-reducing
+    nbytes of fp32 with each of ``algorithms``, a list of (label, name, keyword arguments) for
+    ``commlab.arch.collectives.allreduce`` ("native" is the runtime's own)."""
+    per_rank = launch(_time_algorithms, world_size, runtime=runtime, args=(list(sizes), list(algorithms), repeats, warmup),
+                      timeout=600)
+    return {key: statistics.median(max(r[key][i] for r in per_rank) for i in range(repeats)) for key in per_rank[0]}
+
+
+def _calibrate(comm, repeats):
+    from .net import calibrate
+
+    return calibrate(comm, repeats=repeats)
+
+
+def calibrated_link(world_size: int = 2, runtime: str = "gloo", repeats: int = 10):
+    """The LinkModel that ``commlab.calibrate`` fits by ping-pong on this runtime."""
+    return launch(_calibrate, world_size, runtime=runtime, args=(repeats,))[0]

@@ -48,3 +48,16 @@ def test_members():
     assert members(comm, [4, 3]) == ([4, 3], 1)
     with pytest.raises(ValueError, match=r"rank 3 is not in the group \[0, 1\]"):
         members(comm, [0, 1])
+
+
+def test_workspace_is_kept_per_rank_and_name():
+    from commlab.arch.chunks import workspace
+
+    a, b = ThreadComm(World(2, timeout=1.0), rank=0), ThreadComm(World(2, timeout=1.0), rank=1)
+    like = torch.zeros(1, dtype=torch.float16)
+    w = workspace(a, like, 10, "x")
+    assert w.numel() == 10 and w.dtype == torch.float16
+    assert workspace(a, like, 6, "x").data_ptr() == w.data_ptr()  # the same memory again
+    assert workspace(a, like, 6, "y").data_ptr() != w.data_ptr()
+    assert workspace(b, like, 6, "x").data_ptr() != w.data_ptr()
+    assert workspace(a, like, 20, "x").numel() == 20 and workspace(a, like, 0, "x").numel() == 0

@@ -20,7 +20,11 @@ as torch.distributed's own all-reduce does.
 """
 from __future__ import annotations
 
+import weakref
+
 import torch
+
+_WORKSPACES = weakref.WeakKeyDictionary()  # comm -> {name: buffer}
 
 
 def bounds(n: int, parts: int) -> list[tuple[int, int]]:
@@ -33,6 +37,18 @@ def bounds(n: int, parts: int) -> list[tuple[int, int]]:
 def split(x: torch.Tensor, parts: int) -> list[torch.Tensor]:
     """Views of the 1-D tensor ``x`` along :func:`bounds`."""
     return [x[a:b] for a, b in bounds(x.numel(), parts)]
+
+
+def workspace(comm, like: torch.Tensor, numel: int, name) -> torch.Tensor:
+    """A work buffer of ``numel`` elements with like's dtype and device, kept for this rank
+    between calls under ``name`` (grown when too small). Fresh memory is not free: touching a
+    new 16 MB costs page faults that take, on a virtual machine, as long as sending it over
+    loopback. An algorithm uses each name for one purpose at a time."""
+    bufs = _WORKSPACES.setdefault(comm, {})
+    key = (name, like.dtype, like.device)
+    if key not in bufs or bufs[key].numel() < numel:
+        bufs[key] = like.new_empty(max(numel, 1))
+    return bufs[key][:numel]
 
 
 def members(comm, ranks=None) -> tuple[list[int], int]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from .chunks import absorb, members
+from .chunks import absorb, members, workspace
 
 
 def _exchange(comm, send, peer, into, scratch, op, tag):
@@ -42,10 +42,11 @@ def allreduce(comm, x: torch.Tensor, op: str = "sum", ranks=None, tag: int = 0) 
         comm.send(x, ranks[i - q], tag)
         return comm.recv(ranks[i - q], tag, out=x)
     if i + q < p:
-        absorb(comm, comm.recv(ranks[i + q], tag, out=torch.empty_like(x)), ranks[i + q], x, op)
+        got = comm.recv(ranks[i + q], tag, out=workspace(comm, x, x.numel(), "fold"))
+        absorb(comm, got, ranks[i + q], x, op)
 
     lo, hi, steps, d = 0, x.numel(), [], q // 2
-    scratch = x.new_empty(x.numel() - x.numel() // 2)  # the larger half
+    scratch = workspace(comm, x, x.numel() - x.numel() // 2, "halves")  # the larger half
     while d:  # recursive halving: keep the lower half if bit d of i is 0, else the upper
         mid = (lo + hi) // 2
         keep, give = ((lo, mid), (mid, hi)) if not i & d else ((mid, hi), (lo, mid))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from .chunks import absorb, members, wait_all
+from .chunks import absorb, members, wait_all, workspace
 
 
 def allreduce(comm, x: torch.Tensor, op: str = "sum", ranks=None, group_size: int | None = None,
@@ -43,7 +43,7 @@ def allreduce(comm, x: torch.Tensor, op: str = "sum", ranks=None, group_size: in
     if comm.rank != leader:
         comm.send(x, leader, tag)  # x is written again below: wait until it is out
         return comm.recv(leader, tag, out=x)
-    scratch = torch.empty_like(x)
+    scratch = workspace(comm, x, x.numel(), "node")
     for src in node[1:]:
         absorb(comm, comm.recv(src, tag, out=scratch), src, x, op)
     leaders = ranks[::g]

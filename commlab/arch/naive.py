@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from .chunks import absorb, members, wait_all
+from .chunks import absorb, members, wait_all, workspace
 
 
 def allreduce(comm, x: torch.Tensor, op: str = "sum", ranks=None, tag: int = 0) -> torch.Tensor:
@@ -25,7 +25,7 @@ def allreduce(comm, x: torch.Tensor, op: str = "sum", ranks=None, tag: int = 0) 
         comm.send(x, root, tag)  # x is written again below: wait until it is out
         return comm.recv(root, tag, out=x)
     senders = ranks[1:]
-    bufs = [torch.empty_like(x) for _ in range(min(2, len(senders)))]  # two receives in flight
+    bufs = [workspace(comm, x, x.numel(), ("naive", k)) for k in range(2)]  # two receives in flight
     posted = [comm.irecv(src, tag, out=bufs[k % 2]) for k, src in enumerate(senders[:2])]
     for k, src in enumerate(senders):
         got = posted[k].wait()

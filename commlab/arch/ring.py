@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from .chunks import absorb, incoming, members, split, wait_all
+from .chunks import absorb, incoming, members, split, wait_all, workspace
 
 
 def _pass(comm, segs, first, ranks, i, op, tag):
@@ -38,7 +38,7 @@ def _pass(comm, segs, first, ranks, i, op, tag):
     nxt, prv = ranks[(i + 1) % p], ranks[(i - 1) % p]
     order = [((first - k) % p, j) for k in range(1, p) for j in range(len(segs[(first - k) % p]))]
     sends = [comm.isend(seg, nxt, tag) for seg in segs[first]]
-    for m, got in enumerate(incoming(comm, prv, _landing(segs, order, op), tag)):
+    for m, got in enumerate(incoming(comm, prv, _landing(comm, segs, order, op), tag)):
         c, j = order[m]
         segs[c][j] = absorb(comm, got, prv, segs[c][j], op)
         if c != (first + 1) % p:  # the last chunk to arrive stays here
@@ -46,14 +46,13 @@ def _pass(comm, segs, first, ranks, i, op, tag):
     wait_all(sends)
 
 
-def _landing(segs, order, op, depth=2):
+def _landing(comm, segs, order, op, depth=2):
     """Where each message lands: a copy lands in place; a segment to be reduced lands in one
     of depth + 1 scratch buffers, taken in turn (a buffer is reused once its sum is done)."""
     if op is None:
         return [segs[c][j] for c, j in order]
     size = max((segs[c][j].numel() for c, j in order), default=0)
-    like = segs[order[0][0]][0] if order else None
-    scratch = [like.new_empty(size) for _ in range(depth + 1)] if like is not None else []
+    scratch = [workspace(comm, segs[0][0], size, ("ring", k)) for k in range(depth + 1)] if order else []
     return [scratch[m % (depth + 1)][:segs[c][j].numel()] for m, (c, j) in enumerate(order)]
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import torch
 
-from .chunks import absorb, incoming, members, split, wait_all
+from .chunks import absorb, incoming, members, split, wait_all, workspace
 
 DEPTH = 2  # receives posted ahead on each stream
 
@@ -104,7 +104,7 @@ def _run(comm, ranks, phases, parts, op, tag):
         streams = {}
         for key in dict.fromkeys((t, peer) for kind, t, peer, _ in phase if kind != "send"):
             ops = [(kind, j) for kind, t, peer, j in phase if (t, peer) == key]
-            streams[key] = incoming(comm, ranks[key[1]], _landing(parts[key[0]], ops), tag + key[0], DEPTH)
+            streams[key] = incoming(comm, ranks[key[1]], _landing(comm, parts[key[0]], ops, key), tag + key[0], DEPTH)
         sends = []
         for kind, t, peer, j in phase:
             if kind == "send":
@@ -114,11 +114,11 @@ def _run(comm, ranks, phases, parts, op, tag):
         wait_all(sends)  # the broadcast writes into the segments the reduce sent
 
 
-def _landing(segs, ops):
+def _landing(comm, segs, ops, stream):
     """Where each received segment lands: in place for a copy; for a sum, in one of DEPTH + 1
-    scratch buffers taken in turn (one is free again once its sum is done)."""
+    scratch buffers of this stream, taken in turn (one is free again once its sum is done)."""
     size = max(s.numel() for s in segs)
-    scratch = [segs[0].new_empty(size) for _ in range(DEPTH + 1)]
+    scratch = [workspace(comm, segs[0], size, ("tree", stream, k)) for k in range(DEPTH + 1)]
     return [segs[j] if kind == "copy" else scratch[m % (DEPTH + 1)][:segs[j].numel()]
             for m, (kind, j) in enumerate(ops)]
 
