@@ -213,3 +213,24 @@ def test_every_algorithm_has_a_cost():
     from commlab.net import cost
 
     assert set(collectives.ALGORITHMS) <= set(cost.ALLREDUCE)
+
+
+# ----- as an architecture object ------------------------------------------------------------
+def test_allreduce_object_for_the_trainer():
+    a = collectives.AllReduce("tree", segments=2)
+    assert a.name == "tree" and repr(a) == "AllReduce('tree', segments=2)"
+
+    def body(comm):
+        x = data(comm.rank, (9,))
+        return a.allreduce(comm, x, op="avg") is x, x
+
+    for same, x in launch(body, 3):
+        assert same and torch.equal(x, oracle(3, "avg", (9,)))
+    assert repr(collectives.AllReduce("hierarchical", group_size=2, inner="tree", segments=2)) == (
+        "AllReduce('hierarchical', group_size=2, inner='tree', segments=2)")
+    with pytest.raises(TypeError, match="segments"):
+        collectives.AllReduce("naive", segments=2)
+    with pytest.raises(TypeError, match="native all-reduce takes no keyword arguments"):
+        collectives.AllReduce("native", segments=2)
+    with pytest.raises(ValueError, match="valid: native, naive, ring"):
+        collectives.AllReduce("butterfly")

@@ -24,8 +24,13 @@ Their costs in the alpha-beta model are in :mod:`commlab.net.cost` under the sam
 ``reduce_scatter(comm, tensor, op)`` returns this rank's summed chunk (chunk r of
 ``shard(numel, world_size, r)``), and ``all_gather(comm, chunk)`` joins every rank's chunk
 again: the two halves of the ring, for ZeRO-style sharded optimizers and sharded servers.
+
+``AllReduce("ring", segments=4)`` is an algorithm with its arguments as an architecture
+object (``.allreduce(comm, tensor, op)``), what ``Trainer(arch="ring(segments=4)")`` builds.
 """
 from __future__ import annotations
+
+import inspect
 
 import torch
 
@@ -112,3 +117,25 @@ def all_gather(comm, chunk: torch.Tensor) -> torch.Tensor:
     in rank order into one flat tensor."""
     flat, _ = _flat(chunk)
     return torch.cat(ring.all_gather_pieces(comm, flat))
+
+
+class AllReduce:
+    """One of ALGORITHMS with its keyword arguments, as an architecture: ``.allreduce(comm,
+    tensor, op)`` reduces in place. Bad arguments fail here, at construction."""
+
+    def __init__(self, algorithm: str = "ring", **kw):
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown all-reduce algorithm {algorithm!r}; valid: {', '.join(ALGORITHMS)}")
+        fn = ALGORITHMS[algorithm]
+        if fn is None and kw:
+            raise TypeError(f"the native all-reduce takes no keyword arguments, got {', '.join(kw)}")
+        if fn is not None:
+            inspect.signature(fn).bind(None, None, **kw)  # TypeError for an unknown or missing argument
+        self.name, self.kw = algorithm, kw
+
+    def allreduce(self, comm, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        return allreduce(comm, tensor, self.name, op, **self.kw)
+
+    def __repr__(self) -> str:
+        args = "".join(f", {k}={v!r}" for k, v in self.kw.items())
+        return f"AllReduce({self.name!r}{args})"

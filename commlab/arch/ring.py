@@ -6,13 +6,14 @@ from i-1. The vector is cut into p chunks.
 * Reduce-scatter: in step k = 0..p-2, position i sends chunk (i-k-1) mod p and adds the chunk
   (i-k-2) mod p that arrives into its own copy. After p-1 steps position i holds chunk i
   summed over all ranks.
-* All-gather: in step k = 0..p-2, position i sends chunk (i-k) mod p and copies the chunk
-  (i-k-1) mod p that arrives into place. After p-1 steps every rank holds every summed chunk.
+* All-gather: in step k = 0..p-2, position i sends chunk (i-k) mod p and receives the chunk
+  (i-k-1) mod p straight into place. After p-1 steps every rank holds every summed chunk.
 
 Both phases are the same *pass*: send one chunk, then p-1 times take the chunk before it
-from the left, absorb it (add, or copy), and forward it. With ``segments=s`` each chunk goes
+from the left, absorb it (add, or keep), and forward it. With ``segments=s`` each chunk goes
 as s messages, and a segment is forwarded as soon as it has been absorbed, so adding one
-segment overlaps with the transfer of the next (pipelining).
+segment overlaps with the transfer of the next (pipelining). Receives are posted two ahead,
+into buffers kept between calls, so the next pieces travel while this one is being added.
 
 Cost, per rank: 2(p-1) s messages of n/(ps) bytes each way, and in the alpha-beta model
 

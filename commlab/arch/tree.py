@@ -11,7 +11,9 @@ With t = alpha + n/s beta the time of one segment, a node with two children take
 segments per 2t, so each phase lasts 2(s-1) t plus the time the first segment needs to
 cross the tree (``commlab.net.cost.allreduce_binary_tree`` has the exact count):
 
-    T_tree = (4(s-1) + r(p) + d(p)) (alpha + n/s beta),   r(p) ~ d(p) ~ 2 log2 p.
+    T_tree = (4(s-1) + r(p) + d(p)) (alpha + n/s beta),   r(p) ~ d(p) ~ 2 log2 p,
+
+for p >= 3 (two ranks are a single edge: 2 s t).
 
 For large s this is about 4 n beta: twice the ring's bandwidth term, because an inner node
 receives two copies of every byte and sends two. The latency term grows only with log p,
@@ -33,10 +35,11 @@ wait for the other and the pipeline would slow down with depth. The fill of two 
 that share every rank's ports has no tidy closed form; ``cost.allreduce_double_tree``
 times this schedule message by message instead.
 
-Reduce and broadcast run one after the other (NCCL overlaps them, which saves a fill time
-but not bandwidth). The schedule is data: :func:`program` lists one rank's messages, the
-all-reduce runs it (:func:`_run`), and :func:`schedules` hands all ranks' lists to
-``commlab.net.cost.schedule_time``.
+Reduce and broadcast run one after the other here; NCCL overlaps them (the root sends a
+segment down as soon as it is summed), which keeps more links busy at once. The schedule
+is data: :func:`program` lists one rank's messages, the all-reduce runs it (:func:`_run`),
+and :func:`schedules` hands all ranks' lists to ``commlab.net.clock.replay`` (that is how
+``cost.allreduce_double_tree`` times it).
 """
 from __future__ import annotations
 
@@ -89,7 +92,7 @@ def _ahead(p: int) -> int:
 
 def schedules(n: float, p: int, segments: int, double: bool):
     """Every position's messages as (kind, peer, tag, nbytes), kind "send" or "recv", in its
-    program order: what ``commlab.net.cost.schedule_time`` needs to time the all-reduce."""
+    program order: what ``commlab.net.clock.replay`` needs to time the all-reduce."""
     seg_bytes = n / (2 * segments if double else segments)
     out = []
     for i in range(p):
