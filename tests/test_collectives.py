@@ -88,24 +88,32 @@ def test_non_contiguous_tensor_is_written_back():
 
 
 # ----- Gloo: a representative subset, against Gloo's own all-reduce ----------------------------
-def _gloo(comm, algorithm, kw):
-    out = []
-    for shape, dtype, op in [((0,), torch.float32, "sum"), ((2,), torch.float32, "sum"), ((1001,), torch.float32, "sum"),
-                             ((3, 5), torch.float64, "avg"), ((77,), torch.bfloat16, "max"), ((300,), torch.float16, "sum"),
-                             ((40,), torch.int64, "sum")]:
-        x = data(comm.rank, shape, dtype)
-        native = comm.all_reduce(x.clone(), op=op)
-        allreduce(comm, x, algorithm, op, **kw)
-        out.append((x, native, oracle(comm.world_size, op, shape, dtype)))
+GLOO_CASES = [((0,), torch.float32, "sum"), ((2,), torch.float32, "sum"), ((1001,), torch.float32, "sum"),
+              ((3, 5), torch.float64, "avg"), ((77,), torch.bfloat16, "max"), ((300,), torch.float16, "sum"),
+              ((40,), torch.int64, "sum")]
+
+
+def _gloo(comm):
+    """Every algorithm on every case, in one launch: (ours, Gloo's) per algorithm and case."""
+    out = {}
+    for algorithm in ALGORITHMS:
+        for shape, dtype, op in GLOO_CASES:
+            x = data(comm.rank, shape, dtype)
+            native = comm.all_reduce(x.clone(), op=op)
+            allreduce(comm, x, algorithm, op, **KW.get(algorithm, {}))
+            out[(algorithm, shape, op)] = (x, native)
     return out
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("p", [2, 3, 4])
-def test_allreduce_on_gloo_equals_gloo(algorithm, p):
-    for rank_results in launch(_gloo, p, runtime="gloo", args=(algorithm, KW.get(algorithm, {})), timeout=30):
-        for got, native, want in rank_results:
-            assert torch.equal(got, want) and torch.equal(got, native)
+def test_allreduce_on_gloo_equals_gloo(p):
+    results = launch(_gloo, p, runtime="gloo", timeout=30)
+    for algorithm in ALGORITHMS:
+        for shape, dtype, op in GLOO_CASES:
+            want = oracle(p, op, shape, dtype)
+            for rank_results in results:
+                got, native = rank_results[(algorithm, shape, op)]
+                assert torch.equal(got, want) and torch.equal(got, native), (algorithm, shape, op)
 
 
 # ----- mismatched tensors: a clear error, in seconds ---------------------------------------
