@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from commlab import arch
-from commlab.arch import ARCHITECTURES, NativeAllReduce
+from commlab.arch import ARCHITECTURES, AllReduce, ParameterServer
 from commlab.runtime import launch
 
 
@@ -66,21 +66,34 @@ def test_native_all_reduce_on_gloo():
 
 
 def test_registry():
-    assert ARCHITECTURES.names() == ["native"]
+    assert ARCHITECTURES.names() == sorted(["native", "naive", "ring", "tree", "double_tree", "halving_doubling",
+                                            "hierarchical", "ps"])
     a = arch.get()
-    assert isinstance(a, NativeAllReduce) and a.name == "native" and repr(a) == "NativeAllReduce()"
-    assert isinstance(arch.get("Native"), NativeAllReduce)
+    assert isinstance(a, AllReduce) and a.name == "native" and repr(a) == "AllReduce('native')"
+    assert arch.get("Double-Tree").name == "double_tree"
+    assert arch.get("hierarchical(group_size=2)").kw == {"group_size": 2}
+    assert isinstance(arch.get("ps(shards=4)"), ParameterServer)
 
 
-@pytest.mark.parametrize("name", ["ring", "tree", "double-tree", "ps(shards=4)", "gossip", "halving_doubling"])
-def test_planned(name):
-    with pytest.raises(NotImplementedError, match=r"architecture '.*' is not implemented yet "
-                                                  r"\(architectures chapter, issue 3\); available now: native"):
-        arch.get(name)
+@pytest.mark.parametrize("name", ["ring", "tree", "double_tree", "halving_doubling", "naive", "hierarchical(group_size=2)"])
+def test_every_algorithm_equals_native_all_reduce(name):
+    def body(comm):
+        x, y = _value(comm.rank, 37), _value(comm.rank, 37)
+        arch.get(name).allreduce(comm, x, op="avg")
+        comm.all_reduce(y, op="avg")
+        return x, y
+
+    for x, y in launch(body, 4):
+        torch.testing.assert_close(x, y, rtol=1e-6, atol=1e-6)
+
+
+def test_gossip_is_planned_for_decentralized_training():
+    with pytest.raises(NotImplementedError, match=r"architecture 'gossip' is not implemented yet .*D-PSGD"):
+        arch.get("gossip")
 
 
 def test_unknown_and_bad_arguments():
-    with pytest.raises(ValueError, match=r"unknown architecture 'star'; valid: native \(planned: .*ring"):
+    with pytest.raises(ValueError, match=r"unknown architecture 'star'; valid: .*native.*ring"):
         arch.get("star")
     with pytest.raises(ValueError, match=r"bad arguments for architecture 'native\(fast=True\)'"):
         arch.get("native(fast=True)")

@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from commlab.arch import NativeAllReduce
+from commlab.arch import AllReduce
 from commlab.arch.ps import Layout, ParameterServer, Policy, PSClient, ShardServer, get_policy, run_server, trainable
 from commlab.flat import flatten
 from commlab.net import LinkModel, Network, cost
@@ -43,7 +43,7 @@ def _train_allreduce(comm):
     opt = torch.optim.SGD(model.parameters(), **SGD)
     for step in range(STEPS):
         _backward(model, comm.rank, step)
-        BSP().step(comm, model, opt, NativeAllReduce())
+        BSP().step(comm, model, opt, AllReduce("native"))
     return flatten(p.detach() for p in trainable(model))
 
 
