@@ -32,3 +32,29 @@ def speedup_explorer(models: dict, global_batch: int = 256, link: str = "10GbE",
     ui = w.interactive(draw, **controls)
     display(ui)
     return ui
+
+
+def ps_explorer(nbytes: float = 102.4e6, link: str = "10GbE", servers: int = 8, max_workers: int = 1024):
+    """Parameter server against ring all-reduce: communication per step against workers.
+    Controls: gradient size (MB), network profile, a fixed number of servers S (drawn beside
+    one server and one server per worker), largest number of workers."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    def draw(megabytes, profile, shards, largest):
+        workers = [2 ** k for k in range(1, largest.bit_length()) if 2 ** k <= largest]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        plots.ps_vs_allreduce(megabytes * 1e6, profile, workers, servers=tuple(dict.fromkeys((1, shards, "N"))),
+                              ax=ax)
+        plt.show()
+
+    draw(nbytes / 1e6, link, servers, max_workers)  # the static figure
+    controls = dict(
+        megabytes=w.FloatLogSlider(value=nbytes / 1e6, base=10, min=-1, max=4, description="gradient MB"),
+        profile=w.Dropdown(options=list(PROFILES), value=link, description="network"),
+        shards=w.IntSlider(value=servers, min=1, max=256, description="servers S"),
+        largest=w.Dropdown(options=[2 ** k for k in range(3, 13)], value=max_workers, description="max workers"),
+    )
+    ui = w.interactive(draw, **controls)
+    display(ui)
+    return ui

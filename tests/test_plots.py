@@ -56,3 +56,46 @@ def test_step_breakdown_bars():
 def test_step_breakdown_custom_workers():
     ax = plots.step_breakdown(1_000_000, 1e9, 128, link="NVLink", workers=(1, 8))
     assert len(ax.patches) == 4
+
+
+# ----- chapter 03: parameter servers and gossip ------------------------------------------------
+def test_servers_for():
+    assert plots.servers_for(3, 64) == 3
+    assert plots.servers_for("N", 64) == 64
+    assert plots.servers_for("N/4", 64) == 16
+    assert plots.servers_for("N / 4", 2) == 1  # at least one server
+    for bad in (0, True, "M", "N/0", "N/x", 2.5):
+        with pytest.raises(ValueError, match="servers must be"):
+            plots.servers_for(bad, 8)
+
+
+def test_ps_vs_allreduce_lines():
+    from commlab.net import cost
+
+    ax = plots.ps_vs_allreduce(102.4e6, "100GbIB", workers=(4, 16, 64), servers=(1, "N/4", "N"))
+    lines = ax.get_lines()
+    assert [l.get_label() for l in lines] == ["ring all-reduce", "PS, S = 1", "PS, S = N/4", "PS, S = N"]
+    assert list(lines[0].get_ydata()) == pytest.approx([cost.allreduce_ring(102.4e6, n, "100GbIB") * 1e3
+                                                        for n in (4, 16, 64)])
+    assert list(lines[2].get_ydata()) == pytest.approx([cost.ps_sharded(102.4e6, n, n // 4, "100GbIB") * 1e3
+                                                        for n in (4, 16, 64)])
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert "100GbIB" in ax.get_title() and "102.4 MB" in ax.get_title()
+    assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_topology_figure_draws_every_edge():
+    from commlab.arch import topology
+
+    for top in (topology.ring(8), topology.star(6), topology.hypercube(8), topology.exponential(12)):
+        ax = plots.topology_figure(top)
+        edges = sum(top.degrees) // 2
+        assert len(ax.get_lines()) == edges  # no wrap-around edges off a torus
+        assert len(ax.collections[0].get_offsets()) == top.n
+        assert f"n = {top.n}" in ax.get_title()
+        plt.close("all")
+    top = topology.torus(16)  # 4 x 4: 24 grid edges in the plane, 8 wrap-around edges of 2 stubs each
+    ax = plots.topology_figure(top)
+    assert len(ax.get_lines()) == 24 + 2 * 8
+    assert sum(l.get_linestyle() == "--" for l in ax.get_lines()) == 16
+    assert plots.topology_layout(topology.star(5))[0] == (0.0, 0.0)

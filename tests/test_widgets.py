@@ -38,3 +38,21 @@ def test_speedup_explorer_headless():
     lines = plt.gcf().axes[0].get_lines()
     assert [l.get_label() for l in lines] == ["BERT-Large", "ideal"]
     assert "global batch 1024" in plt.gcf().axes[0].get_title()
+
+
+@pytest.mark.filterwarnings("ignore:.*non-interactive.*:UserWarning")
+def test_ps_explorer_headless():
+    ui = widgets.ps_explorer(nbytes=440e6, link="100GbIB", servers=16, max_workers=256)
+    assert isinstance(ui, w.interactive)
+    values = {c.description: c.value for c in ui.children if hasattr(c, "value") and c.description}
+    assert values["gradient MB"] == pytest.approx(440)
+    assert values["network"] == "100GbIB" and values["servers S"] == 16 and values["max workers"] == 256
+    ax = plt.gcf().axes[0]
+    assert [l.get_label() for l in ax.get_lines()] == ["ring all-reduce", "PS, S = 1", "PS, S = 16", "PS, S = N"]
+    assert list(ax.get_lines()[0].get_xdata()) == [2, 4, 8, 16, 32, 64, 128, 256]
+    # one server: no duplicate line; a new figure on every change
+    shards = next(c for c in ui.children if getattr(c, "description", "") == "servers S")
+    before = len(plt.get_fignums())
+    shards.value = 1
+    assert len(plt.get_fignums()) == before + 1
+    assert [l.get_label() for l in plt.gcf().axes[0].get_lines()] == ["ring all-reduce", "PS, S = 1", "PS, S = N"]
