@@ -79,9 +79,16 @@ class Registry:
         self.dimension = dimension
         self.builders: dict[str, object] = {}
         self.planned: dict[str, str] = {}
+        self.wrappers: dict[str, object] = {}
 
     def register(self, name: str, builder) -> None:
         self.builders[name] = builder
+
+    def register_wrapper(self, name: str, builder) -> None:
+        """A name that only follows another after '+' ("topk(0.01)+ef"): built as
+        ``builder(inner, *args, **kwargs)`` around what the specs before it built."""
+        self.wrappers[name] = builder
+        self.planned.pop(name, None)
 
     def plan(self, names, where: str) -> None:
         for n in names:
@@ -91,10 +98,11 @@ class Registry:
         return sorted(self.builders)
 
     def _available(self) -> str:
-        return ", ".join(self.names()) or "none yet"
+        wrapped = [f"+{w}" for w in sorted(self.wrappers)]
+        return ", ".join(self.names() + wrapped) or "none yet"
 
     def _check(self, spec: Spec) -> None:
-        if spec.name in self.builders:
+        if spec.name in self.builders or spec.name in self.wrappers:
             return
         if spec.name in self.planned:
             raise NotImplementedError(
@@ -108,10 +116,18 @@ class Registry:
         specs = parse(spec) if isinstance(spec, str) else [spec]
         for one in specs:
             self._check(one)
-        if len(specs) > 1:
+        if specs[0].name in self.wrappers:
+            raise ValueError(f"{specs[0].name!r} wraps another {self.dimension}; write it after one, "
+                             f"as in 'name+{specs[0].name}' (valid names: {self._available()})")
+        if any(s.name not in self.wrappers for s in specs[1:]):
             raise NotImplementedError(f"combining {self.dimension}s ({spec!r}) is not implemented yet")
-        spec = specs[0]
+        built = self._call(self.builders[specs[0].name], specs[0])
+        for one in specs[1:]:
+            built = self._call(self.wrappers[one.name], one, built)
+        return built
+
+    def _call(self, builder, spec: Spec, *inner):
         try:
-            return self.builders[spec.name](*spec.args, **spec.kwargs)
+            return builder(*inner, *spec.args, **spec.kwargs)
         except TypeError as e:
             raise ValueError(f"bad arguments for {self.dimension} {str(spec)!r}: {e}") from None

@@ -1,14 +1,28 @@
-"""Compression: what goes on the wire. The compressors arrive with chapters 06 and 07."""
+"""Compression: what goes on the wire.
+
+``get("qsgd(levels=16)")`` builds a compressor from a spec; ``"topk(0.01)+ef"`` wraps one in
+error feedback. Every compressor follows :class:`commlab.compress.base.Compressor`: it turns
+a tensor into a :class:`~commlab.compress.base.Payload` whose ``nbytes`` is what is sent.
+Registration is one line per compressor, below.
+"""
 from __future__ import annotations
 
 from ..spec import Registry
+from .base import Compressor, Payload
+from .error_feedback import ErrorFeedback
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
-                  "topk", "randk", "threshold", "dgc", "gtopk", "powersgd", "atomo", "ef"],
+                  "rotated", "diana", "laq",
+                  "topk", "randk", "threshold", "dgc", "gtopk", "powersgd", "atomo"],
                  "compression chapters, issue 5")
+
+COMPRESSORS.register_wrapper("ef", ErrorFeedback)
 
 
 def get(spec):
     """A compressor from a spec such as "qsgd(levels=16)" or "topk(0.01)+ef"; None means none."""
     return None if spec in (None, "none") else COMPRESSORS.build(spec)
+
+
+__all__ = ["COMPRESSORS", "Compressor", "ErrorFeedback", "Payload", "get"]

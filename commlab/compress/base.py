@@ -1,0 +1,273 @@
+"""What every compressor shares: the wire form :class:`Payload`, the :class:`Compressor`
+interface, and the checks that give clear errors.
+
+A compressor maps a tensor ``x`` to a :class:`Payload` (``compress``) and back to a tensor
+``C(x)`` of x's shape and dtype (``decompress``). Unbiased compressors have E[C(x)] = x; the
+others are meant to be used with error feedback (:mod:`commlab.compress.error_feedback`).
+
+How the payloads of the N ranks are combined is the compressor's ``aggregation``:
+
+* ``"sum"``: payloads can be added in compressed form (fp16/bf16 casts; rand-k with a shared
+  seed, where every rank picks the same coordinates; PowerSGD factors). Each rank sends
+  ``summable(x)`` through an all-reduce and decodes the sum with ``from_summed(s, like, N)``,
+  which returns the average (1/N) sum_i C(x_i). Compressors needing several rounds (PowerSGD)
+  override :meth:`Compressor.aggregate`.
+* ``"gather"``: payloads cannot be added; every rank all-gathers (or a parameter server
+  receives) the payloads and ``combine(payloads)`` returns (1/N) sum_i decompress(p_i).
+* ``"majority"``: signs, combined by ``combine`` as the elementwise majority vote
+  sign(sum_i sign(x_i)) (Bernstein et al. 2018).
+
+Randomized compressors take ``seed`` and count their calls, so a run is deterministic: call
+t draws from a generator seeded by (seed, t). Give each rank its own seed (seed + rank) when
+the noise should be independent across ranks (QSGD, TernGrad); compressors whose randomness
+must agree across ranks (rand-k indices, the rotation of rotated quantization) say so and
+need the same seed everywhere.
+
+Non-finite inputs are refused: ``compress`` raises ValueError naming the compressor when x
+holds NaN or Inf (a quantizer would otherwise scale by an infinite norm and send garbage).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+AGGREGATIONS = ("sum", "gather", "majority")
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+# dtype <-> one-byte code in the header. The order is the wire format: only append.
+_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+           torch.float32, torch.float64, torch.bool)
+_CODE = {d: i for i, d in enumerate(_DTYPES)}
+
+
+def header_bytes(ndim: int, names) -> int:
+    """Bytes of a payload's header: 4 (original dtype, ndim, number of parts, a reserved byte)
+    + 4 per dimension of the original shape (uint32) + per part 6 (dtype, numel as uint32, name
+    length) + the part's name in ASCII. A 1-D tensor sent as parts "norms" and "bits" has a
+    4 + 4 + (6 + 5) + (6 + 4) = 29-byte header."""
+    return 4 + 4 * ndim + sum(6 + len(n) for n in names)
+
+
+@dataclass
+class Payload:
+    """The wire form of one compressed tensor: named 1-D parts (packed bits as uint8, indices
+    as int32/int16, values as fp16/fp32, scalars as 1-element tensors) and the original shape
+    and dtype. Parts are flattened on construction; a decoder reshapes them from ``shape``.
+
+    ``nbytes`` is exactly ``to_bytes().numel()``: the parts' bytes plus :func:`header_bytes`.
+    ``to_bytes()`` is one flat uint8 tensor (header, then the parts in order, native byte
+    order), so a payload travels through any Comm send/recv or variable-size all-gather, and
+    ``Payload.from_bytes`` reads it back. ``Payload.skip(shape, dtype)`` is an empty payload
+    (nothing sent this round; only the header crosses the wire)."""
+
+    parts: dict
+    shape: tuple
+    dtype: torch.dtype
+
+    def __post_init__(self):
+        self.shape = tuple(int(s) for s in self.shape)
+        for k, v in self.parts.items():
+            if not isinstance(v, torch.Tensor):
+                raise TypeError(f"payload part {k!r} must be a tensor, got {type(v).__name__}")
+            if v.dtype not in _CODE:
+                raise TypeError(f"payload part {k!r} has dtype {v.dtype}; wire dtypes: {_DTYPES}")
+            if not k.isascii() or not 0 < len(k) < 256:
+                raise ValueError(f"payload part name {k!r} must be 1..255 ASCII characters")
+        self.parts = {k: v.reshape(-1) for k, v in self.parts.items()}
+        if len(self.parts) > 255 or len(self.shape) > 255:
+            raise ValueError("a payload has at most 255 parts and 255 dimensions")
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        return self.parts[name]
+
+    @classmethod
+    def skip(cls, shape, dtype) -> "Payload":
+        return cls({}, shape, dtype)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def header_bytes(self) -> int:
+        return header_bytes(len(self.shape), self.parts)
+
+    @property
+    def nbytes(self) -> int:
+        return self.header_bytes + sum(v.numel() * v.element_size() for v in self.parts.values())
+
+    @property
+    def bits_per_coordinate(self) -> float:
+        return 8 * self.nbytes / max(self.numel, 1)
+
+    def to_bytes(self) -> torch.Tensor:
+        head = [_CODE[self.dtype], len(self.shape), len(self.parts), 0]
+        for s in self.shape:
+            head += list(int(s).to_bytes(4, "little"))
+        for k, v in self.parts.items():
+            head += [_CODE[v.dtype]] + list(v.numel().to_bytes(4, "little")) + [len(k)] + list(k.encode("ascii"))
+        device = next(iter(self.parts.values())).device if self.parts else "cpu"
+        chunks = [torch.tensor(head, dtype=torch.uint8, device=device)]
+        chunks += [v.contiguous().view(torch.uint8) for v in self.parts.values()]
+        return torch.cat(chunks)
+
+    @classmethod
+    def from_bytes(cls, data: torch.Tensor) -> "Payload":
+        if data.dtype != torch.uint8 or data.dim() != 1:
+            raise ValueError(f"Payload.from_bytes expects a 1-D uint8 tensor, got {data.dtype} of shape "
+                             f"{tuple(data.shape)}")
+        first = data[:4].tolist()
+        if len(first) < 4:
+            raise ValueError(f"payload of {data.numel()} bytes is shorter than its 4-byte header")
+        dcode, ndim, nparts, _ = first
+        pos = 4 + 4 * ndim
+        shape = tuple(int.from_bytes(bytes(data[4 + 4 * i:8 + 4 * i].tolist()), "little") for i in range(ndim))
+        metas = []
+        for _ in range(nparts):
+            code, *numel, namelen = data[pos:pos + 6].tolist()
+            name = bytes(data[pos + 6:pos + 6 + namelen].tolist()).decode("ascii")
+            metas.append((name, _DTYPES[code], int.from_bytes(bytes(numel), "little")))
+            pos += 6 + namelen
+        parts = {}
+        for name, dtype, n in metas:
+            size = n * torch.empty((), dtype=dtype).element_size()
+            # clone: a dtype view of a uint8 slice needs an aligned storage offset
+            parts[name] = data[pos:pos + size].clone().view(dtype)
+            pos += size
+        if pos != data.numel():
+            raise ValueError(f"payload header describes {pos} bytes but {data.numel()} arrived")
+        return cls(parts, shape, _DTYPES[dcode])
+
+
+# ----------------------------------------------------------------------------- checks
+def check_tensor(t, who: str) -> torch.Tensor:
+    """A floating-point tensor with no NaN/Inf, else TypeError/ValueError naming ``who``."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{who}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{who}: expected a floating-point tensor (float16, bfloat16, float32, float64), "
+                        f"got {t.dtype}")
+    if t.numel() and not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        raise ValueError(f"{who}: input holds {bad} NaN/Inf value(s); compressors need finite tensors "
+                         f"(check the loss and learning rate)")
+    return t
+
+
+def check_ratio(ratio, who: str, what: str = "ratio") -> float:
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+        raise ValueError(f"{who}: {what}={ratio!r} is out of range; valid: 0 < {what} <= 1")
+    return float(ratio)
+
+
+def check_int(value, who: str, what: str, low: int = 1, high: int | None = None) -> int:
+    """An integer in [low, high], else ValueError naming the value and the range."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
+    if not ok:
+        rng = f"an integer >= {low}" if high is None else f"an integer in {low}..{high}"
+        raise ValueError(f"{who}: {what}={value!r} is out of range; valid: {rng}")
+    return value
+
+
+def check_levels(levels, who: str, high: int | None = None) -> int:
+    return check_int(levels, who, "levels", 1, high)
+
+
+def check_rank(rank, who: str) -> int:
+    return check_int(rank, who, "rank", 1)
+
+
+def check_number(value, who: str, what: str, low: float, high: float, low_open=False, high_open=False) -> float:
+    """A real number in the given (half-)open interval, else ValueError naming value and range."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+    if not ok:
+        rng = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise ValueError(f"{who}: {what}={value!r} is out of range; valid: {what} in {rng}")
+    return float(value)
+
+
+# ----------------------------------------------------------------------------- interface
+class Compressor:
+    """Base class. Subclasses set ``name``, ``unbiased``, ``aggregation`` and implement
+    ``compress(t, key=None) -> Payload`` and ``decompress(p) -> Tensor``.
+
+    ``key`` names the tensor (a parameter's name) for compressors with state per tensor
+    (momentum, error feedback, shifts); stateless ones ignore it. ``decompress`` returns a
+    tensor of the original shape and dtype on the payload's device.
+    """
+
+    name = "compressor"
+    unbiased = False
+    aggregation = "gather"
+
+    def __init__(self, seed: int = 0):
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"{self.name}: seed={seed!r} must be an integer")
+        self.seed = seed
+        self.calls = 0
+
+    # -- randomness: call t of a compressor draws from generator(seed, t)
+    def generator(self, device, stream: int = 0) -> torch.Generator:
+        """A generator for this call; ``stream`` separates independent draws within one call."""
+        g = torch.Generator(device=device)
+        g.manual_seed((self.seed * 1_000_003 + self.calls * 7919 + stream * 104_729) % (2 ** 63))
+        return g
+
+    def tick(self) -> None:
+        self.calls += 1
+
+    def check(self, t) -> torch.Tensor:
+        return check_tensor(t, self.name)
+
+    def compress(self, t: torch.Tensor, key=None) -> Payload:
+        raise NotImplementedError
+
+    def decompress(self, p: Payload) -> torch.Tensor:
+        raise NotImplementedError
+
+    def __call__(self, t: torch.Tensor, key=None) -> torch.Tensor:
+        """C(t): compress then decompress (what the receiver would see)."""
+        return self.decompress(self.compress(t, key))
+
+    # -- "sum" aggregation
+    def summable(self, t: torch.Tensor, key=None) -> torch.Tensor:
+        """The tensor this rank adds into the all-reduce (only for aggregation == "sum")."""
+        raise TypeError(f"{self.name} aggregates by {self.aggregation!r}, not by summing in compressed form")
+
+    def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
+        """The average (1/count) sum_i C(x_i), shaped and typed like ``like``, from the sum of
+        ``count`` ranks' ``summable`` tensors."""
+        raise TypeError(f"{self.name} aggregates by {self.aggregation!r}, not by summing in compressed form")
+
+    # -- "gather" / "majority" aggregation
+    def combine(self, payloads: list) -> torch.Tensor:
+        """The aggregate of every rank's payload: the mean of the decompressed tensors
+        ("gather"), or the elementwise majority vote of their signs ("majority")."""
+        if not payloads:
+            raise ValueError(f"{self.name}: combine needs at least one payload")
+        total = None
+        for p in payloads:
+            x = self.decompress(p)
+            if self.aggregation == "majority":
+                x = torch.sign(x)
+            total = x.float() if total is None else total.add_(x.float())
+        first = payloads[0]
+        if self.aggregation == "majority":
+            return torch.sign(total).to(first.dtype)
+        return total.div_(len(payloads)).to(first.dtype)
+
+    def aggregate(self, comm, t: torch.Tensor, key=None) -> torch.Tensor:
+        """Every rank calls this with its tensor; all get the same aggregate (see module doc).
+        "sum" goes through ``comm.all_reduce``; the others all-gather the payloads' bytes."""
+        if self.aggregation == "sum":
+            s = self.summable(t, key)
+            return self.from_summed(comm.all_reduce(s, "sum"), t, comm.world_size)
+        from ..arch.ring import all_gather_pieces
+        data = self.compress(t, key).to_bytes()
+        return self.combine([Payload.from_bytes(b) for b in all_gather_pieces(comm, data)]).to(t.device)
+
+    def __repr__(self) -> str:
+        return self.name

@@ -1,0 +1,81 @@
+"""Error feedback: remember what compression dropped and add it back next time.
+
+With a compressor C and a residual e_t per tensor (e_0 = 0), each call with gradient g_t sends
+
+    p_t = C(e_t + g_t),        e_{t+1} = e_t + g_t - p_t.
+
+The residual telescopes: sum_{t<T} p_t + e_T = sum_{t<T} g_t, so nothing is lost, only
+delayed. For a delta-contraction ||C(x) - x||^2 <= (1 - delta) ||x||^2 (top-k: delta = k/d;
+scaled sign: delta = ||x||_1^2 / (d ||x||_2^2)), the residual stays bounded by
+||e_t||^2 <= 4 (1 - delta) / delta^2 max_s ||g_s||^2, and EF-SGD converges at the rate of SGD
+with biased compressors (Karimireddy et al. 2019, "Error Feedback Fixes SignSGD and other
+Gradient Compression Schemes"; Stich et al. 2018, "Sparsified SGD with Memory"; first used
+with 1-bit SGD by Seide et al. 2014).
+
+``ErrorFeedback(compressor)`` keeps one residual per ``key`` (a parameter's name), so one
+wrapper serves every tensor of a model. A parameter server can wrap its own compressor the
+same way to compress what it sends back (with its own key, e.g. ``key="server"``).
+
+Aggregation is the inner compressor's. For "sum" compressors the local contribution
+``from_summed(summable(x), x, 1)`` is what the residual subtracts; for the others it is
+``decompress(compress(x))``. Compressors that aggregate in several rounds (PowerSGD) keep
+their own error feedback.
+"""
+from __future__ import annotations
+
+import torch
+
+from .base import Compressor, Payload
+
+
+class ErrorFeedback(Compressor):
+    """``ErrorFeedback(inner)``: compress e + g with ``inner``, keep the rest in e (per key)."""
+
+    unbiased = False
+
+    def __init__(self, inner: Compressor):
+        if not isinstance(inner, Compressor):
+            raise TypeError(f"ErrorFeedback wraps a Compressor, got {type(inner).__name__}")
+        if isinstance(inner, ErrorFeedback):
+            raise ValueError(f"{inner.name} already has error feedback; '+ef' once is enough")
+        super().__init__(inner.seed)
+        self.inner = inner
+        self.name = f"{inner.name}+ef"
+        self.aggregation = inner.aggregation
+        self.residuals: dict = {}
+
+    def _corrected(self, t: torch.Tensor, key) -> torch.Tensor:
+        self.check(t)
+        e = self.residuals.get(key)
+        if e is None or e.shape != t.shape:
+            e = torch.zeros_like(t, dtype=torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype)
+        return e + t
+
+    def compress(self, t: torch.Tensor, key=None) -> Payload:
+        x = self._corrected(t, key)
+        p = self.inner.compress(x.to(t.dtype), key)
+        self.residuals[key] = x - self.inner.decompress(p).to(x.dtype)
+        p.dtype = t.dtype
+        return p
+
+    def decompress(self, p: Payload) -> torch.Tensor:
+        return self.inner.decompress(p)
+
+    def summable(self, t: torch.Tensor, key=None) -> torch.Tensor:
+        x = self._corrected(t, key)
+        s = self.inner.summable(x.to(t.dtype), key)
+        self.residuals[key] = x - self.inner.from_summed(s.clone(), x, 1)
+        return s
+
+    def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
+        return self.inner.from_summed(s, like, count)
+
+    def combine(self, payloads: list) -> torch.Tensor:
+        return self.inner.combine(payloads)
+
+    def residual(self, key=None) -> torch.Tensor | None:
+        """The current residual e for ``key`` (None before the first call)."""
+        return self.residuals.get(key)
+
+    def reset(self) -> None:
+        self.residuals.clear()
