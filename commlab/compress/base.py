@@ -243,9 +243,10 @@ class Compressor:
         raise TypeError(f"{self.name} aggregates by {self.aggregation!r}, not by summing in compressed form")
 
     # -- "gather" / "majority" aggregation
-    def combine(self, payloads: list) -> torch.Tensor:
+    def combine(self, payloads: list, key=None) -> torch.Tensor:
         """The aggregate of every rank's payload: the mean of the decompressed tensors
-        ("gather"), or the elementwise majority vote of their signs ("majority")."""
+        ("gather"), or the elementwise majority vote of their signs ("majority"). ``key`` is
+        for compressors whose aggregation keeps state per tensor (DIANA's shift, LAQ's sum)."""
         if not payloads:
             raise ValueError(f"{self.name}: combine needs at least one payload")
         total = None
@@ -267,7 +268,7 @@ class Compressor:
             return self.from_summed(comm.all_reduce(s, "sum"), t, comm.world_size)
         from ..arch.ring import all_gather_pieces
         data = self.compress(t, key).to_bytes()
-        return self.combine([Payload.from_bytes(b) for b in all_gather_pieces(comm, data)]).to(t.device)
+        return self.combine([Payload.from_bytes(b) for b in all_gather_pieces(comm, data)], key).to(t.device)
 
     def __repr__(self) -> str:
         return self.name

@@ -70,8 +70,8 @@ class ErrorFeedback(Compressor):
     def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
         return self.inner.from_summed(s, like, count)
 
-    def combine(self, payloads: list) -> torch.Tensor:
-        return self.inner.combine(payloads)
+    def combine(self, payloads: list, key=None) -> torch.Tensor:
+        return self.inner.combine(payloads, key)
 
     def residual(self, key=None) -> torch.Tensor | None:
         """The current residual e for ``key`` (None before the first call)."""
