@@ -58,3 +58,30 @@ def ps_explorer(nbytes: float = 102.4e6, link: str = "10GbE", servers: int = 8, 
     ui = w.interactive(draw, **controls)
     display(ui)
     return ui
+
+
+def allreduce_explorer(nbytes: float = 100e6, p: int = 64, link: str = "10GbE", group_size: int = 8):
+    """All-reduce algorithms side by side in the alpha-beta model: bars of the time of each at
+    one message size, and time against message size. Controls: message size (MB), ranks N,
+    network profile, ranks per node for the hierarchical all-reduce (NVLink inside a node)."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    def draw(megabytes, ranks, profile, per_node):
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+        plots.allreduce_bars(megabytes * 1e6, ranks, profile, per_node, ax=left)
+        plots.allreduce_vs_size(ranks, profile, mark=megabytes * 1e6, ax=right)
+        fig.tight_layout()
+        plt.show()
+
+    draw(nbytes / 1e6, p, link, group_size)  # the static figure
+    controls = dict(
+        megabytes=w.FloatLogSlider(value=nbytes / 1e6, base=10, min=-6, max=3, description="message MB",
+                                   continuous_update=False),
+        ranks=w.IntSlider(value=p, min=2, max=512, description="ranks N", continuous_update=False),
+        profile=w.Dropdown(options=list(PROFILES), value=link, description="network"),
+        per_node=w.IntSlider(value=group_size, min=1, max=16, description="ranks/node", continuous_update=False),
+    )
+    ui = w.interactive(draw, **controls)
+    display(ui)
+    return ui

@@ -56,3 +56,21 @@ def test_ps_explorer_headless():
     shards.value = 1
     assert len(plt.get_fignums()) == before + 1
     assert [l.get_label() for l in plt.gcf().axes[0].get_lines()] == ["ring all-reduce", "PS, S = 1", "PS, S = N"]
+
+
+@pytest.mark.filterwarnings("ignore:.*non-interactive.*:UserWarning")
+def test_allreduce_explorer_headless():
+    ui = widgets.allreduce_explorer(nbytes=4e6, p=16, link="100GbIB", group_size=4)
+    assert isinstance(ui, w.interactive)
+    values = {c.description: c.value for c in ui.children if hasattr(c, "value") and c.description}
+    assert values["message MB"] == pytest.approx(4)
+    assert values["ranks N"] == 16 and values["network"] == "100GbIB" and values["ranks/node"] == 4
+    bars, curves = plt.gcf().axes
+    assert len(bars.patches) == 6 and "4 MB on N = 16" in bars.get_title()
+    assert [l.get_label() for l in curves.get_lines()][:5] == ["naive", "ring", "tree", "double_tree",
+                                                                "halving_doubling"]
+    ranks = next(c for c in ui.children if getattr(c, "description", "") == "ranks N")
+    before = len(plt.get_fignums())
+    ranks.value = 8
+    assert len(plt.get_fignums()) == before + 1
+    assert "N = 8" in plt.gcf().axes[1].get_title()
