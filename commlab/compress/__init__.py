@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..spec import Registry
 from .base import Compressor, Payload
 from .error_feedback import ErrorFeedback
+from .topk import TopK
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -18,6 +19,7 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("topk", TopK)
 
 
 def get(spec):
