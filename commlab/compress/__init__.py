@@ -11,6 +11,7 @@ from ..spec import Registry
 from .base import Compressor, Payload
 from .error_feedback import ErrorFeedback
 from .topk import TopK
+from .randk import RandK
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -19,6 +20,7 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("randk", RandK)
 COMPRESSORS.register("topk", TopK)
 
 

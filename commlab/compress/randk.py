@@ -1,0 +1,108 @@
+"""Random-k sparsification with a shared seed (Stich, Cordonnier and Jaggi 2018; Wangni et
+al. 2018 analyse random sparsification).
+
+Pick a uniformly random set S of k = round(ratio d) coordinates and scale them by d/k:
+
+    C(x)_i = (d/k) x_i for i in S, else 0,        E[C(x)] = x,
+    E ||C(x) - x||^2 = (d/k - 1) ||x||^2.
+
+Unbiased, at the price of variance d/k - 1 times the signal (100x for ratio 0.01); with
+error feedback instead of the d/k scaling it is a (k/d)-contraction like top-k in
+expectation, but ``"randk+ef"`` keeps the scaling: use top-k for that.
+
+Shared seed. Call t on every rank draws S from the generator seeded by (seed, t) (see
+:class:`commlab.compress.base.Compressor`), so with the same ``seed`` on every rank and
+the same order of calls all ranks pick the same S. Then the k values of all ranks can be
+added in compressed form: aggregation "sum", an all-reduce of k values instead of d.
+
+Wire: no indices, only the draw's 64-bit seed and the k values; the receiver draws S again:
+``header (27 bytes for a 1-D tensor) + 8 + k * value bytes``. In an all-reduce only the k
+values travel (``summable``).
+
+Drawing S: for k > d/8, the first k entries of a random permutation; else k positions drawn
+with replacement, made distinct (``unique``, topped up while fewer than k) and k of them
+kept at random. Every step is symmetric in the d positions, so S is uniform over k-subsets,
+in O(k log k) instead of the O(d) of a permutation (d = 25M: 10 ms instead of 0.8 s).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .base import Compressor, Payload, check_ratio, header_bytes
+from .topk import count as kept
+
+
+def subset(d: int, k: int, seed: int, device="cpu") -> torch.Tensor:
+    """k distinct positions out of d, uniformly at random from ``seed``, sorted (int64)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    if k == 0:
+        return torch.zeros(0, dtype=torch.int64, device=device)
+    if 8 * k > d:
+        return torch.randperm(d, generator=g, device=device)[:k].sort().values
+    u = torch.unique(torch.randint(0, d, (k + k // 16 + 16,), generator=g, device=device))
+    while u.numel() < k:
+        u = torch.unique(torch.cat([u, torch.randint(0, d, (k - u.numel() + 16,), generator=g, device=device)]))
+    return u[torch.randperm(u.numel(), generator=g, device=device)[:k]].sort().values
+
+
+class RandK(Compressor):
+    """``RandK(ratio, seed)``: send round(ratio d) random coordinates, the same on every rank."""
+
+    name = "randk"
+    unbiased = True
+    aggregation = "sum"
+
+    def __init__(self, ratio: float = 0.01, seed: int = 0):
+        super().__init__(seed)
+        self.ratio = check_ratio(ratio, self.name)
+        self._last = None  # (draw seed, d, positions) of the latest draw, for from_summed
+
+    def _draw(self, t: torch.Tensor) -> tuple[int, torch.Tensor]:
+        d = t.numel()
+        seed = self.generator(t.device).initial_seed()
+        self.tick()
+        self._last = (seed, d, subset(d, kept(self.ratio, d), seed, t.device))
+        return seed, self._last[2]
+
+    def _indices(self, seed: int, d: int, device) -> torch.Tensor:
+        if self._last is not None and self._last[:2] == (seed, d):
+            return self._last[2].to(device)
+        return subset(d, kept(self.ratio, d), seed, device)
+
+    def compress(self, t: torch.Tensor, key=None) -> Payload:
+        flat = self.check(t).detach().reshape(-1)
+        seed, idx = self._draw(flat)
+        return Payload({"seed": torch.tensor([seed], dtype=torch.int64), "val": flat[idx]}, t.shape, t.dtype)
+
+    def decompress(self, p: Payload) -> torch.Tensor:
+        if set(p.parts) != {"seed", "val"}:
+            raise ValueError(f"{self.name}: expected a payload with parts 'seed' and 'val', got {sorted(p.parts)}")
+        return self._expand(p["val"], int(p["seed"][0]), p.shape, p.dtype, 1)
+
+    def _expand(self, values, seed, shape, dtype, count):
+        d = math.prod(shape)
+        out = torch.zeros(d, dtype=dtype, device=values.device)
+        k, wide = values.numel(), torch.promote_types(dtype, torch.float32)
+        if k:
+            out[self._indices(seed, d, values.device)] = (values.to(wide) * (d / k / count)).to(dtype)
+        return out.view(shape)
+
+    # -- "sum" aggregation: the k values of every rank sit at the same positions
+    def summable(self, t: torch.Tensor, key=None) -> torch.Tensor:
+        flat = self.check(t).detach().reshape(-1)
+        return flat[self._draw(flat)[1]].clone()
+
+    def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
+        if self._last is None or self._last[1] != like.numel():
+            raise ValueError(f"{self.name}: from_summed must follow summable on a tensor of the same size")
+        return self._expand(s, self._last[0], like.shape, like.dtype, count)
+
+    def wire_bytes(self, shape, dtype=torch.float32) -> int:
+        """Exact payload size for a tensor of ``shape`` and ``dtype``."""
+        k = kept(self.ratio, math.prod(shape))
+        return header_bytes(len(shape), ["seed", "val"]) + 8 + k * torch.empty((), dtype=dtype).element_size()
+
+    def __repr__(self) -> str:
+        return f"randk({self.ratio:g})"
