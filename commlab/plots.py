@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 
 from . import perf
 from .net import cost
-from .net.link import LinkModel, get_link
+from .net.link import get_link
 
 WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -137,14 +137,6 @@ MAP_WORLDS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
 @functools.lru_cache(maxsize=None)
-def _double_tree_units(p: int, segments: int) -> float:
-    """The double tree's time in message times. Every message of its schedule carries n/(2s)
-    bytes and the clock only adds message times and takes maxima, so the replayed schedule
-    (``cost.allreduce_double_tree``) lasts a whole number K of message times alpha + n/(2s)
-    beta: K is its time on a link with alpha = 1 and beta = 0, replayed once per (p, s)."""
-    return cost.allreduce_double_tree(0.0, p, LinkModel(1.0, 0.0), segments)
-
-
 def allreduce_time(algorithm: str, nbytes: float, p: int, link="10GbE", segments=SEGMENT_CHOICES, **kw) -> float:
     """Model seconds of one all-reduce of ``nbytes`` over ``p`` ranks with the algorithm that
     ``commlab.arch`` runs under that name (``commlab.net.cost``). For "tree" and "double_tree"
@@ -156,7 +148,7 @@ def allreduce_time(algorithm: str, nbytes: float, p: int, link="10GbE", segments
     choices = (segments,) if isinstance(segments, int) else tuple(segments)
     if algorithm == "tree":
         return min(cost.allreduce_binary_tree(nbytes, p, lk, s) for s in choices)
-    return min(_double_tree_units(p, s) * lk.time(nbytes / (2 * s)) for s in choices)
+    return min(cost.allreduce_double_tree(nbytes, p, lk, s) for s in choices)
 
 
 def allreduce_winner(nbytes: float, p: int, link="10GbE", algorithms=ALLREDUCE_ALGORITHMS) -> str:

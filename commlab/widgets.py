@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from . import plots
-from .net.link import PROFILES
+from .net.link import PROFILES, get_link
 
 
 def speedup_explorer(models: dict, global_batch: int = 256, link: str = "10GbE", flops: float = 1e13):
@@ -26,7 +26,7 @@ def speedup_explorer(models: dict, global_batch: int = 256, link: str = "10GbE",
     controls = dict(
         model_names=w.SelectMultiple(options=list(models), value=tuple(models), description="models"),
         batch=w.IntSlider(value=global_batch, min=32, max=8192, step=32, description="global batch"),
-        profile=w.Dropdown(options=list(PROFILES), value=link, description="network"),
+        profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         tflops=w.FloatLogSlider(value=flops / 1e12, base=10, min=-1, max=3, description="TFLOP/s"),
     )
     ui = w.interactive(draw, **controls)
@@ -51,7 +51,7 @@ def ps_explorer(nbytes: float = 102.4e6, link: str = "10GbE", servers: int = 8, 
     draw(nbytes / 1e6, link, servers, max_workers)  # the static figure
     controls = dict(
         megabytes=w.FloatLogSlider(value=nbytes / 1e6, base=10, min=-1, max=4, description="gradient MB"),
-        profile=w.Dropdown(options=list(PROFILES), value=link, description="network"),
+        profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         shards=w.IntSlider(value=servers, min=1, max=256, description="servers S"),
         largest=w.Dropdown(options=[2 ** k for k in range(3, 13)], value=max_workers, description="max workers"),
     )
@@ -79,7 +79,7 @@ def allreduce_explorer(nbytes: float = 100e6, p: int = 64, link: str = "10GbE", 
         megabytes=w.FloatLogSlider(value=nbytes / 1e6, base=10, min=-6, max=3, description="message MB",
                                    continuous_update=False),
         ranks=w.IntSlider(value=p, min=2, max=512, description="ranks N", continuous_update=False),
-        profile=w.Dropdown(options=list(PROFILES), value=link, description="network"),
+        profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         per_node=w.IntSlider(value=group_size, min=1, max=16, description="ranks/node", continuous_update=False),
     )
     ui = w.interactive(draw, **controls)

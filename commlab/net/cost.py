@@ -45,6 +45,7 @@ message by message; ``tests/test_cost.py`` checks that they agree.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from .link import LinkModel, get_link
@@ -120,12 +121,21 @@ def allreduce_binary_tree(n: float, p: int, link, segments: int = 4) -> float:
 def allreduce_double_tree(n: float, p: int, link, segments: int = 4) -> float:
     """Double binary tree all-reduce (commlab.arch.tree), each half in ``segments`` segments:
     its schedule, timed by the clock's rules message by message (commlab.net.clock.replay)."""
+    _check(p)
+    _check_segments(segments)
+    return _double_tree_units(p, segments) * get_link(link).time(n / (2 * segments))
+
+
+@functools.lru_cache(maxsize=None)
+def _double_tree_units(p: int, segments: int) -> float:
+    """The double tree's time in message times. Every message of its schedule carries n/(2s)
+    bytes and the clock only adds message times and takes maxima, so the replayed schedule
+    lasts a whole number K of message times alpha + n/(2s) beta: K is its time on a link with
+    alpha = 1 and beta = 0, replayed once per (p, s)."""
     from ..arch.tree import schedules  # the algorithm's own schedule: cost times exactly that
     from .clock import Network, replay
 
-    _check(p)
-    _check_segments(segments)
-    return max(replay(schedules(n, p, segments, double=True), Network(get_link(link))))
+    return max(replay(schedules(0.0, p, segments, double=True), Network(LinkModel(1.0, 0.0))))
 
 
 def allreduce_halving_doubling(n: float, p: int, link) -> float:
