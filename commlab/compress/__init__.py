@@ -12,6 +12,7 @@ from .base import Compressor, Payload
 from .error_feedback import ErrorFeedback
 from .topk import TopK
 from .randk import RandK
+from .threshold import Threshold
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -20,6 +21,7 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("threshold", Threshold)
 COMPRESSORS.register("randk", RandK)
 COMPRESSORS.register("topk", TopK)
 
