@@ -13,6 +13,7 @@ from .error_feedback import ErrorFeedback
 from .topk import TopK
 from .randk import RandK
 from .threshold import Threshold
+from .dgc import DGC
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -21,6 +22,7 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("dgc", DGC)
 COMPRESSORS.register("threshold", Threshold)
 COMPRESSORS.register("randk", RandK)
 COMPRESSORS.register("topk", TopK)
