@@ -14,6 +14,7 @@ from .topk import TopK
 from .randk import RandK
 from .threshold import Threshold
 from .dgc import DGC
+from .gtopk import GTopK
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -22,6 +23,7 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("gtopk", GTopK)
 COMPRESSORS.register("dgc", DGC)
 COMPRESSORS.register("threshold", Threshold)
 COMPRESSORS.register("randk", RandK)
