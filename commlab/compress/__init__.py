@@ -15,6 +15,7 @@ from .randk import RandK
 from .threshold import Threshold
 from .dgc import DGC
 from .gtopk import GTopK
+from .powersgd import PowerSGD
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -23,6 +24,7 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("powersgd", PowerSGD)
 COMPRESSORS.register("gtopk", GTopK)
 COMPRESSORS.register("dgc", DGC)
 COMPRESSORS.register("threshold", Threshold)

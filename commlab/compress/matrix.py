@@ -1,0 +1,123 @@
+"""How the low-rank compressors (PowerSGD, ATOMO) see a tensor as a matrix.
+
+Rule, for a tensor of shape ``shape`` with d elements:
+
+* two or more dimensions: the matrix ``(shape[0], d / shape[0])``, as in the PowerSGD paper
+  (a convolution's kernel (out, in, h, w) becomes out x (in h w));
+* one dimension (or a scalar) with d < ``min_vector`` (65536 by default): no matrix, the
+  tensor is sent uncompressed, as the papers do for biases and normalization weights;
+* one dimension with d >= ``min_vector`` (a flat buffer of a whole model, the benchmark's
+  25M vector): a near-square matrix, m = ceil(sqrt d) rows (at most ``max_rows``) and
+  n = ceil(d / m) columns, the last m n - d entries zero padding (fewer than m; they are
+  never sent, only the factors are).
+
+A compressor of rank r sends a matrix only if that saves bytes, r (m + n) < m n; otherwise
+it sends it uncompressed (:func:`worth_it`). :class:`LowRank` holds what the two share: the
+plan, the wire form of two factors, decompression, exact sizes.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .base import Compressor, Payload, check_rank, header_bytes
+
+MIN_VECTOR = 1 << 16
+
+
+def matrix_shape(shape, min_vector: int = MIN_VECTOR, max_rows: int | None = None):
+    """(m, n) of the matrix view of a tensor of ``shape``, or None: send it uncompressed."""
+    shape = tuple(shape)
+    d = math.prod(shape)
+    if d == 0:
+        return None
+    if len(shape) >= 2:
+        return shape[0], d // shape[0]
+    if d < min_vector:
+        return None
+    m = math.isqrt(d - 1) + 1  # ceil(sqrt(d))
+    m = min(m, max_rows) if max_rows else m
+    return m, -(-d // m)
+
+
+def worth_it(m: int, n: int, r: int) -> bool:
+    """Do r factors of m + n numbers take fewer bytes than the m n entries?"""
+    return r * (m + n) < m * n
+
+
+def to_matrix(t: torch.Tensor, mn, dtype=None) -> torch.Tensor:
+    """The (m, n) matrix of tensor t (zero-padded at the end), as a new tensor of ``dtype``."""
+    m, n = mn
+    flat = t.detach().reshape(-1).to(dtype or t.dtype)
+    if flat.numel() == m * n:
+        return flat.clone().view(m, n) if flat.data_ptr() == t.data_ptr() else flat.view(m, n)
+    out = torch.zeros(m * n, dtype=flat.dtype, device=flat.device)
+    out[:flat.numel()] = flat
+    return out.view(m, n)
+
+
+def from_matrix(M: torch.Tensor, shape, dtype) -> torch.Tensor:
+    """The tensor of ``shape`` and ``dtype`` whose matrix view is M (padding dropped)."""
+    d = math.prod(shape)
+    return M.reshape(-1)[:d].to(dtype).reshape(shape)
+
+
+class LowRank(Compressor):
+    """What PowerSGD and ATOMO share: a tensor travels as two factors, L (r x a) and R (r x b),
+    with matrix L^T R (transposed back when the view was transposed so that a <= b), or raw.
+    Subclasses name the factors (``factors``), say whether to transpose tall matrices
+    (``transpose``) and may cap the rows of a 1-D view (``max_rows``)."""
+
+    factors = ("l", "r")
+    transpose = False
+    max_rows = None
+
+    def __init__(self, rank: int, min_vector: int = MIN_VECTOR, seed: int = 0):
+        super().__init__(seed)
+        self.rank = check_rank(rank, self.name)
+        self.min_vector = min_vector
+
+    def plan(self, shape):
+        """(a, b, r, transposed): the factors of a tensor of ``shape`` are r x a and r x b; or
+        None: it goes raw (no matrix view, or r (a + b) >= a b)."""
+        mn = matrix_shape(shape, self.min_vector, self.max_rows)
+        if mn is None or not worth_it(*mn, min(self.rank, *mn)):
+            return None
+        m, n = mn
+        r = min(self.rank, m, n)
+        return (n, m, r, True) if self.transpose and m > n else (m, n, r, False)
+
+    def matrix(self, t: torch.Tensor, plan, dtype) -> torch.Tensor:
+        """The a x b matrix of t in ``dtype`` (a new tensor, or a transposed view of one)."""
+        a, b, _, transposed = plan
+        return to_matrix(t, (b, a), dtype).T if transposed else to_matrix(t, (a, b), dtype)
+
+    def raw(self, t: torch.Tensor) -> Payload:
+        return Payload({"raw": t.detach()}, t.shape, t.dtype)
+
+    def pack(self, t: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> Payload:
+        """The payload of factors L (r x a) and R (r x b) of tensor t, in t's dtype."""
+        return Payload({self.factors[0]: left.to(t.dtype), self.factors[1]: right.to(t.dtype)}, t.shape, t.dtype)
+
+    def decompress(self, p: Payload) -> torch.Tensor:
+        if "raw" in p.parts:
+            return p["raw"].reshape(p.shape).to(p.dtype)
+        plan = self.plan(p.shape)
+        if plan is None or set(p.parts) != set(self.factors):
+            raise ValueError(f"{self.name}: payload parts {sorted(p.parts)} do not fit shape {p.shape}")
+        a, b, _, transposed = plan
+        left, right = (p[k] for k in self.factors)
+        r = left.numel() // a
+        wide = torch.promote_types(p.dtype, torch.float32)
+        M = torch.mm(left.to(wide).view(r, a).T, right.to(wide).view(r, b))
+        return from_matrix(M.T if transposed else M, p.shape, p.dtype)
+
+    def wire_bytes(self, shape, r: int | None = None, dtype=torch.float32) -> int:
+        """Exact payload size for a tensor of ``shape``: factors of rank ``r`` (default: the
+        rank the plan uses), or the raw tensor."""
+        size = torch.empty((), dtype=dtype).element_size()
+        plan = self.plan(shape)
+        if plan is None:
+            return header_bytes(len(shape), ["raw"]) + math.prod(shape) * size
+        return header_bytes(len(shape), self.factors) + (plan[2] if r is None else r) * (plan[0] + plan[1]) * size
