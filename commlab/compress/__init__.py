@@ -16,6 +16,7 @@ from .threshold import Threshold
 from .dgc import DGC
 from .gtopk import GTopK
 from .powersgd import PowerSGD
+from .atomo import Atomo
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -24,6 +25,7 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("atomo", Atomo)
 COMPRESSORS.register("powersgd", PowerSGD)
 COMPRESSORS.register("gtopk", GTopK)
 COMPRESSORS.register("dgc", DGC)
