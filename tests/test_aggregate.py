@@ -1,0 +1,124 @@
+"""Aggregation helpers: every rank gets the average of the compressed tensors ("sum" through
+any all-reduce algorithm, "gather" by a variable-size all-gather of payload bytes), the sign
+vote for "majority", and compressors with their own protocol; on threads and on Gloo."""
+import pytest
+import torch
+
+from commlab.compress import get
+from commlab.compress.aggregate import aggregate, aggregate_all, gather_payloads
+from commlab.compress.base import Compressor, Payload
+from commlab.runtime import launch
+
+
+class Signs(Compressor):
+    """Test compressor for the "majority" path: one bool per coordinate."""
+    name, aggregation = "signs", "majority"
+
+    def compress(self, t, key=None):
+        return Payload({"s": t >= 0}, t.shape, t.dtype)
+
+    def decompress(self, p):
+        return (p["s"].to(p.dtype) * 2 - 1).reshape(p.shape)
+
+
+def _x(rank, shape=(300,)):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(rank), dtype=torch.float64)
+
+
+CASES = [  # (name, compressor factory, all-reduce algorithm)
+    ("none", lambda: None, "ring"),
+    ("topk", lambda: get("topk(0.1)"), "native"),
+    ("threshold", lambda: get("threshold(1.0)"), "native"),
+    ("randk-native", lambda: get("randk(0.1, seed=5)"), "native"),
+    ("randk-ring", lambda: get("randk(0.1, seed=5)"), "ring"),
+    ("randk-tree", lambda: get("randk(0.1, seed=5)"), "tree"),
+    ("randk-hd", lambda: get("randk(0.1, seed=5)"), "halving_doubling"),
+    ("majority", Signs, "native"),
+    ("atomo", lambda: get("atomo(rank=2)"), "native"),
+    ("powersgd", lambda: get("powersgd(rank=2)"), "ring"),
+    ("gtopk", lambda: get("gtopk(0.1)"), "native"),
+]
+
+
+def _all_cases(comm):
+    out = {}
+    for name, factory, algorithm in CASES:
+        shape = (20, 15) if name in ("atomo", "powersgd") else (300,)
+        out[name] = aggregate(comm, factory(), _x(comm.rank, shape), "w", algorithm)
+    return out
+
+
+def _expected(name, n):
+    factory = dict((c[0], c[1]) for c in CASES)[name]
+    shape = (20, 15) if name in ("atomo", "powersgd") else (300,)
+    xs = [_x(r, shape) for r in range(n)]
+    if name == "none":
+        return sum(xs) / n
+    if name == "majority":
+        return torch.sign(sum(torch.sign(Signs()(x)) for x in xs))
+    if name.startswith("randk"):  # shared positions: the mean of C(x_i) is C(mean x)
+        return factory()(sum(xs) / n)
+    if name == "powersgd":
+        return None  # checked against its single-process reference in test_powersgd
+    if name == "gtopk":
+        return None  # checked against its numpy replay in test_gtopk
+    # gather: mean of the decompressed payloads (a fresh compressor per rank, as in the run,
+    # so ATOMO's draws are the same ones)
+    return sum(factory()(x) for x in xs) / n
+
+
+def _check(results, n):
+    for name, _, _ in CASES:
+        for r in range(n):
+            assert torch.allclose(results[r][name], results[0][name], atol=1e-12), name
+        want = _expected(name, n)
+        if want is not None:
+            assert torch.allclose(results[0][name], want, atol=1e-6), name  # combine averages in fp32
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_aggregate_on_threads(n):
+    _check(launch(_all_cases, n), n)
+
+
+def test_aggregate_on_gloo():
+    _check(launch(_all_cases, 3, runtime="gloo", timeout=60), 3)
+
+
+def _gather(comm):
+    k = 3 * comm.rank + 1  # a different payload size on every rank
+    p = Payload({"idx": torch.arange(k, dtype=torch.int32), "v": torch.full((k,), float(comm.rank))},
+                (k,), torch.float32)
+    return [(q["v"].tolist(), q.shape) for q in gather_payloads(comm, p)]
+
+
+def test_gather_payloads_of_different_sizes():
+    for out in launch(_gather, 4):
+        assert out == [([float(r)] * (3 * r + 1), (3 * r + 1,)) for r in range(4)]
+
+
+def _many(comm):
+    ts = [_x(comm.rank, (50,)), _x(comm.rank + 10, (4, 5))]
+    return aggregate_all(comm, get("topk(0.2)"), ts, ["a", "b"])
+
+
+def test_aggregate_all_goes_tensor_by_tensor():
+    out = launch(_many, 2)
+    c = get("topk(0.2)")
+    assert torch.allclose(out[0][0], (c(_x(0, (50,))) + c(_x(1, (50,)))) / 2)
+    assert torch.allclose(out[1][1], (c(_x(10, (4, 5))) + c(_x(11, (4, 5)))) / 2)
+    with pytest.raises(TypeError, match="Compressor or None"):
+        aggregate(None, "topk", torch.zeros(3))
+
+
+def _powersgd_all(comm):
+    ts = [_x(comm.rank, (20, 15)), _x(comm.rank + 10, (5,))]
+    return aggregate_all(comm, get("powersgd(rank=2)"), ts, ["w", "b"], algorithm="ring"), comm.stats.msgs_sent
+
+
+def test_aggregate_all_uses_powersgd_s_two_round_protocol():
+    out = launch(_powersgd_all, 2)
+    for r in range(2):
+        assert torch.allclose(out[r][0][1], (_x(10, (5,)) + _x(11, (5,))) / 2)  # the bias, uncompressed
+    # two ring all-reduces of 2 ranks: 2 messages each, whatever the number of tensors
+    assert out[0][1] == 4
