@@ -153,15 +153,25 @@ def test_unknown_name_lists_planned_names(option, planned):
         _trainer(**{option: "nonsense"})
 
 
+def _planned_compressor():
+    """A compressor name that is planned but not registered yet (compressors arrive one by one)."""
+    from commlab.compress import COMPRESSORS
+    left = sorted(set(COMPRESSORS.planned) - set(COMPRESSORS.builders))
+    return left[0] if left else None
+
+
 @pytest.mark.parametrize("option,name,where", [
     ("sync", "ssp", "issue 4"),
     ("arch", "gossip", "decentralized chapter"),
-    ("compress", "topk(0.01)", "issue 5"),
+    ("compress", _planned_compressor(), "issue 5"),
     ("schedule", "wfbp", "scheduling chapter"),
-    ("compress", "topk(0.01)+ef", "issue 5"),
+    ("compress", f"{_planned_compressor()}+ef", "issue 5"),
 ])
 def test_planned_name_is_not_implemented(option, name, where):
-    with pytest.raises(NotImplementedError, match=rf"'{name.split('(')[0]}' is not implemented yet \(.*{where}"):
+    if name is None or name.startswith("None"):
+        pytest.skip("every planned compressor is implemented")
+    first = name.split("+")[0].split("(")[0]
+    with pytest.raises(NotImplementedError, match=rf"'{first}' is not implemented yet \(.*{where}"):
         _trainer(**{option: name})
 
 
