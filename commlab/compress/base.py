@@ -141,6 +141,16 @@ class Payload:
         return cls(parts, shape, _DTYPES[dcode])
 
 
+def work(t: torch.Tensor) -> torch.Tensor:
+    """t flattened, in the precision compressors compute in: float64 stays, others float32."""
+    return t.reshape(-1).to(torch.float64 if t.dtype == torch.float64 else torch.float32)
+
+
+def restore(flat: torch.Tensor, p: "Payload") -> torch.Tensor:
+    """A flat decoded tensor back in the payload's original shape and dtype."""
+    return flat.reshape(p.shape).to(p.dtype)
+
+
 # ----------------------------------------------------------------------------- checks
 def check_tensor(t, who: str) -> torch.Tensor:
     """A floating-point tensor with no NaN/Inf, else TypeError/ValueError naming ``who``."""
@@ -189,6 +199,19 @@ def check_number(value, who: str, what: str, low: float, high: float, low_open=F
     return float(value)
 
 
+def mix(*words: int) -> int:
+    """A well-spread 63-bit seed from integers (splitmix64 steps), so that nearby seeds and
+    calls give unrelated random streams (Mersenne Twister streams from nearby seeds start
+    out correlated)."""
+    z = 0x9E3779B97F4A7C15
+    for w in words:
+        z = (z ^ (w & 0xFFFFFFFFFFFFFFFF)) + 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+        z ^= z >> 31
+    return z >> 1
+
+
 # ----------------------------------------------------------------------------- interface
 class Compressor:
     """Base class. Subclasses set ``name``, ``unbiased``, ``aggregation`` and implement
@@ -213,7 +236,7 @@ class Compressor:
     def generator(self, device, stream: int = 0) -> torch.Generator:
         """A generator for this call; ``stream`` separates independent draws within one call."""
         g = torch.Generator(device=device)
-        g.manual_seed((self.seed * 1_000_003 + self.calls * 7919 + stream * 104_729) % (2 ** 63))
+        g.manual_seed(mix(self.seed, self.calls, stream))
         return g
 
     def tick(self) -> None:
