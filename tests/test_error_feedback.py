@@ -1,7 +1,8 @@
 """Error feedback: the residual telescopes, per key, on the gather and the sum path."""
+import pytest
 import torch
 
-from commlab.compress import ErrorFeedback
+from commlab.compress import ErrorFeedback, get
 from commlab.compress.base import Compressor, Payload
 
 
@@ -57,3 +58,17 @@ def test_reset_and_repr():
     assert ef.residual() is not None
     ef.reset()
     assert ef.residual() is None
+
+
+def test_registry_composes_ef():
+    ef = get("qsgd(levels=2, bucket=16)+ef")
+    assert isinstance(ef, ErrorFeedback) and ef.name == "qsgd+ef" and ef.inner.levels == 2
+    with pytest.raises(ValueError, match="already has error feedback"):
+        get("ef_signsgd+ef")
+    with pytest.raises(ValueError, match="'ef' wraps another compressor"):
+        get("ef")
+    x = torch.randn(40, dtype=torch.float64)
+    total = torch.zeros_like(x)
+    for _ in range(20):
+        total += ef(x, "w")
+    assert torch.allclose(total + ef.residual("w"), 20 * x)

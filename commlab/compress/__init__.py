@@ -10,6 +10,14 @@ from __future__ import annotations
 from ..spec import Registry
 from .base import Compressor, Payload
 from .error_feedback import ErrorFeedback
+from .casts import bf16, fp16
+from .diana import Diana
+from .laq import LAQ
+from .natural import Natural
+from .qsgd import QSGD
+from .rotation import Rotated
+from .sign import OneBit, ScaledSign, SignSGD, Signum, ef_signsgd
+from .terngrad import TernGrad
 from .topk import TopK
 from .randk import RandK
 from .threshold import Threshold
@@ -25,6 +33,19 @@ COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "oneb
                  "compression chapters, issue 5")
 
 COMPRESSORS.register_wrapper("ef", ErrorFeedback)
+COMPRESSORS.register("fp16", fp16)
+COMPRESSORS.register("bf16", bf16)
+COMPRESSORS.register("qsgd", QSGD)
+COMPRESSORS.register("terngrad", TernGrad)
+COMPRESSORS.register("signsgd", SignSGD)
+COMPRESSORS.register("signum", Signum)
+COMPRESSORS.register("scaled_sign", ScaledSign)
+COMPRESSORS.register("ef_signsgd", ef_signsgd)
+COMPRESSORS.register("onebit", OneBit)
+COMPRESSORS.register("natural", Natural)
+COMPRESSORS.register("rotated", Rotated)
+COMPRESSORS.register("diana", Diana)
+COMPRESSORS.register("laq", LAQ)
 COMPRESSORS.register("atomo", Atomo)
 COMPRESSORS.register("powersgd", PowerSGD)
 COMPRESSORS.register("gtopk", GTopK)

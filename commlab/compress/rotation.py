@@ -1,0 +1,123 @@
+"""Stochastic rotated quantization (Suresh et al. 2017, "Distributed Mean Estimation with
+Limited Communication", pi_srk with variable-length coding pi_svk).
+
+Per bucket of b = 2^m coordinates (the vector zero-padded to whole buckets):
+
+    y = H D x / sqrt(b)       D = diag of random signs, H the b x b Walsh-Hadamard matrix;
+    q_i = stochastic rounding of (y_i - min y) / (max y - min y) * s to 0..s (E q_i = that);
+    decoded: x' = D H y' / sqrt(b),  y'_i = min y + q_i (max y - min y) / s.
+
+H D / sqrt(b) is orthogonal, so E[x'] = x (unbiased) and E ||x' - x||^2 = E ||y' - y||^2
+<= b (max y - min y)^2 / (4 s^2). Rotation spreads the vector's energy so that with high
+probability (max y - min y)^2 = O(log b / b) ||x||^2: E ||x' - x||^2 = O(log b / s^2) ||x||^2
+(Theorem 3 of the paper: (2 ln b + 2) / s^2 ||x||^2 in expectation over the rotation), against
+O(b / s^2) ||x||^2 without the rotation.
+
+The rotation seed is drawn per call from (seed, call) and sent in the payload (8 bytes), so
+any rank can undo any other rank's rotation; the stochastic rounding uses an independent
+stream. Hadamard products use H_b = H_p (x) H_q (Kronecker, b = p q): two small matrix
+products per bucket.
+
+Wire: seed (int64), per bucket min and max (fp32), then the levels:
+``coding="huffman"`` (default; the paper's variable-length code): a canonical Huffman code of
+the levels' counts in this message: code lengths (s + 1 bytes), the block offsets (int32 per
+2048 levels, see :mod:`commlab.compress.coding`) and the code bits;
+``coding="packed"``: ceil(log2(s + 1)) bits per level. Aggregation "gather".
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import coding
+from .base import Compressor, Payload, check_int, check_levels, restore, work
+
+CODINGS = ("huffman", "packed")
+
+
+def hadamard(n: int, dtype=torch.float32, device="cpu") -> torch.Tensor:
+    """The n x n Sylvester Walsh-Hadamard matrix (entries +-1), n a power of two."""
+    h = torch.ones(1, 1, dtype=dtype, device=device)
+    while h.shape[0] < n:
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    return h
+
+
+def fwht(v: torch.Tensor) -> torch.Tensor:
+    """H v for each row of v (rows of length b = 2^m), via H_b = H_p (x) H_q."""
+    rows, b = v.shape
+    m = b.bit_length() - 1
+    p, q = 1 << (m // 2), 1 << (m - m // 2)
+    hp, hq = hadamard(p, v.dtype, v.device), hadamard(q, v.dtype, v.device)
+    return (hp @ v.view(rows, p, q) @ hq).reshape(rows, b)
+
+
+class Rotated(Compressor):
+    """``Rotated(levels=16, bucket=1024, coding="huffman", seed=0)``."""
+
+    name = "rotated"
+    unbiased = True
+    aggregation = "gather"
+
+    def __init__(self, levels: int = 16, bucket: int = 1024, coding: str = "huffman", seed: int = 0):
+        super().__init__(seed)
+        self.levels = check_levels(levels, self.name, 255)
+        self.bucket = check_int(bucket, self.name, "bucket", 1, 1 << 24)
+        if bucket & (bucket - 1):
+            raise ValueError(f"{self.name}: bucket={bucket!r} is not a power of two; valid: 1, 2, 4, ..., 2^24")
+        if coding not in CODINGS:
+            raise ValueError(f"{self.name}: coding={coding!r} is not known; valid: {', '.join(CODINGS)}")
+        self.coding = coding
+
+    def _signs(self, seed: int, n: int, device, dtype) -> torch.Tensor:
+        g = torch.Generator(device=device)
+        g.manual_seed(seed)
+        return torch.empty(n, dtype=dtype, device=device).bernoulli_(0.5, generator=g).mul_(2).sub_(1)
+
+    def error_bound(self, t: torch.Tensor) -> float:
+        """(2 ln b + 2) / s^2 ||x||^2: the paper's bound on E ||x' - x||^2."""
+        b = min(self.bucket, 1 << max(0, (t.numel() - 1).bit_length()))
+        return (2 * math.log(b) + 2) / self.levels ** 2 * float(work(t).double().pow(2).sum())
+
+    def compress(self, t: torch.Tensor, key=None) -> Payload:
+        self.check(t)
+        x = work(t)
+        d, b, s = x.numel(), self.bucket, self.levels
+        nb = -(-d // b)
+        rseed = int(torch.randint(0, 2 ** 62, (1,), generator=self.generator("cpu", stream=1)))
+        v = torch.cat([x, x.new_zeros(nb * b - d)]) if nb * b != d else x.clone()
+        v.mul_(self._signs(rseed, nb * b, x.device, x.dtype))
+        y = fwht(v.view(nb, b)).mul_(1 / math.sqrt(b))
+        lo, hi = y.min(1).values, y.max(1).values
+        width = hi - lo
+        scale = torch.where(width > 0, s / width, torch.zeros_like(width))
+        r = (y - lo[:, None]).mul_(scale[:, None]).reshape(-1)
+        r.add_(torch.rand(r.numel(), generator=self.generator(x.device), device=x.device, dtype=x.dtype))
+        q = r.floor_().clamp_(0, s).to(torch.uint8)
+        self.tick()
+        parts = {"seed": torch.tensor([rseed], dtype=torch.int64, device=t.device),
+                 "range": torch.stack([lo, hi], 1).float()}
+        if self.coding == "packed":
+            parts["levels"] = coding.pack_bits(q, coding.bits_for(s))
+        else:
+            lengths = coding.huffman_lengths(torch.bincount(q.long(), minlength=s + 1).tolist())
+            data, starts, _ = coding.huffman_encode(q, lengths)
+            parts.update(lengths=torch.tensor(lengths, dtype=torch.uint8, device=t.device),
+                         starts=starts.to(t.device), code=data.to(t.device))
+        return Payload(parts, t.shape, t.dtype)
+
+    def decompress(self, p: Payload) -> torch.Tensor:
+        d, b, s = p.numel, self.bucket, self.levels
+        nb = -(-d // b)
+        if "levels" in p.parts:
+            q = coding.unpack_bits(p["levels"], coding.bits_for(s), nb * b)
+        else:
+            q = coding.huffman_decode(p["code"], p["starts"], p["lengths"].tolist(), nb * b)
+        dtype = torch.float64 if p.dtype == torch.float64 else torch.float32
+        rng = p["range"].reshape(nb, 2).to(dtype)
+        lo, width = rng[:, :1], (rng[:, 1:] - rng[:, :1]) / s
+        y = q.to(rng.device).to(dtype).view(nb, b).mul_(width).add_(lo)
+        v = fwht(y).mul_(1 / math.sqrt(b)).reshape(-1)
+        v.mul_(self._signs(int(p["seed"][0]), nb * b, v.device, dtype))
+        return restore(v[:d], p)
