@@ -18,13 +18,13 @@ from .qsgd import QSGD
 from .rotation import Rotated
 from .sign import OneBit, ScaledSign, SignSGD, Signum, ef_signsgd
 from .terngrad import TernGrad
-from .topk import TopK
-from .randk import RandK
-from .threshold import Threshold
+from .atomo import Atomo
 from .dgc import DGC
 from .gtopk import GTopK
 from .powersgd import PowerSGD
-from .atomo import Atomo
+from .randk import RandK
+from .threshold import Threshold
+from .topk import TopK
 
 COMPRESSORS = Registry("compressor")
 COMPRESSORS.plan(["fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "onebit", "ef_signsgd", "natural",
@@ -46,13 +46,13 @@ COMPRESSORS.register("natural", Natural)
 COMPRESSORS.register("rotated", Rotated)
 COMPRESSORS.register("diana", Diana)
 COMPRESSORS.register("laq", LAQ)
-COMPRESSORS.register("atomo", Atomo)
-COMPRESSORS.register("powersgd", PowerSGD)
-COMPRESSORS.register("gtopk", GTopK)
-COMPRESSORS.register("dgc", DGC)
-COMPRESSORS.register("threshold", Threshold)
-COMPRESSORS.register("randk", RandK)
 COMPRESSORS.register("topk", TopK)
+COMPRESSORS.register("randk", RandK)
+COMPRESSORS.register("threshold", Threshold)
+COMPRESSORS.register("dgc", DGC)
+COMPRESSORS.register("gtopk", GTopK)
+COMPRESSORS.register("powersgd", PowerSGD)
+COMPRESSORS.register("atomo", Atomo)
 
 
 def get(spec):
