@@ -89,7 +89,8 @@ class Trainer:
     sync: "bsp" (others arrive with chapters 04-05). arch: an all-reduce algorithm
     ("native", "ring", ...) or a parameter server ("ps", "ps(shards=4)",
     "ps(shards=2, colocated=True)"; server ranks are added after the workers).
-    compress / schedule: None for now.
+    compress: None or a compressor spec ("qsgd(levels=16)", "topk(0.01)+ef", "powersgd(rank=2)",
+    ...), applied layer by layer over an all-reduce architecture. schedule: None for now.
     net: None, a profile name ("10GbE", ...), a LinkModel or a Network.
     runtime: "threads", "gloo" or "nccl". split: "iid" or "dirichlet" (with dirichlet_alpha).
     """
@@ -106,7 +107,10 @@ class Trainer:
         if c.split not in ("iid", "dirichlet"):
             raise ValueError(f"unknown split {c.split!r}; valid: iid, dirichlet")
         # build every dimension once here, so a mistyped name fails before any rank starts
-        sync_pkg.get(c.sync), arch_pkg.get(c.arch), compress_pkg.get(c.compress), schedule_pkg.get(c.schedule)
+        sync_pkg.get(c.sync), compress_pkg.get(c.compress), schedule_pkg.get(c.schedule)
+        if isinstance(arch_pkg.get(c.arch), ParameterServer) and c.compress not in (None, "none"):
+            raise NotImplementedError("compression over a parameter server (double compression) is not "
+                                      "wired into the Trainer yet; use an all-reduce architecture")
         self.network = as_network(net)
         self.dataset = data if isinstance(data, data_pkg.Dataset) else data_pkg.load(data, seed=seed, **c.data_kw)
         with _BUILD_LOCK:
@@ -129,6 +133,17 @@ class Trainer:
         return _merge(results, c)
 
 
+def _rank_compressor(c: Config, rank: int):
+    """This rank's compressor: its own random stream (seed + rank) unless its randomness must
+    agree across ranks (summable payloads such as rand-k indices or PowerSGD's shared Q)."""
+    compressor = compress_pkg.get(c.compress)
+    if compressor is not None:
+        inner = getattr(compressor, "inner", compressor)
+        if not getattr(inner, "shared_seed", inner.aggregation == "sum"):
+            inner.seed = inner.seed + c.seed + rank
+    return compressor
+
+
 def _evaluate(model, x, y, device):
     model.eval()
     with torch.no_grad():
@@ -147,7 +162,8 @@ def _train_rank(comm, c: Config, ds, shards, flops_per_sample, steps):
     model.to(comm.device).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
     sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
-    sync_step = lambda: sync.step(comm, model, optimizer, arch)  # noqa: E731
+    compressor = _rank_compressor(c, comm.rank)
+    sync_step = lambda: sync.step(comm, model, optimizer, arch, compressor)  # noqa: E731
     if isinstance(arch, ParameterServer):  # the servers own the parameters and the optimizer
         sgd = dict(lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
         params = flatten(p.detach() for p in trainable(model))

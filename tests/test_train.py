@@ -237,3 +237,23 @@ def test_every_allreduce_algorithm_trains_like_native(arch):
     native = _trainer(arch="native").fit(steps=10)
     other = _trainer(arch=arch).fit(steps=10)
     assert other.loss == pytest.approx(native.loss, rel=1e-5)
+
+
+@pytest.mark.parametrize("spec", ["fp16", "qsgd(levels=16)", "topk(0.1)+ef", "randk(0.25)", "powersgd(rank=2)"])
+def test_compressed_training_learns_and_sends_fewer_bytes(spec):
+    plain = _trainer(arch="ring").fit(steps=40)
+    h = _trainer(arch="ring", compress=spec).fit(steps=40)
+    assert h.loss[-1] < h.loss[0]
+    assert sum(h.total_bytes_sent()) < sum(plain.total_bytes_sent())
+
+
+def test_fp16_compression_matches_uncompressed_training_closely():
+    plain = _trainer().fit(steps=20)
+    half = _trainer(compress="fp16").fit(steps=20)
+    assert half.loss == pytest.approx(plain.loss, rel=1e-2)
+    assert half.bytes_sent[0][0] * 2 == plain.bytes_sent[0][0]
+
+
+def test_compression_over_a_parameter_server_is_not_wired_yet():
+    with pytest.raises(NotImplementedError, match="parameter server"):
+        _trainer(arch="ps", compress="qsgd(levels=4)")

@@ -4,7 +4,10 @@
 
 All N workers start from the same x_0, so after each step every replica holds the same
 model: the result equals single-worker SGD on a batch N times larger (Goyal et al. 2017).
-The average goes over the chosen architecture's all-reduce as one flat buffer.
+The average goes over the chosen architecture's all-reduce as one flat buffer. With a
+compressor, each parameter's gradient g_i is replaced by the aggregate of C(g_i) over the
+workers (:func:`commlab.compress.aggregate.aggregate_all`, layer by layer, as compression
+papers apply it), through the same all-reduce algorithm where payloads are summable.
 """
 from __future__ import annotations
 
@@ -14,12 +17,19 @@ from ..flat import flatten, grads, unflatten_into
 class BSP:
     name = "bsp"
 
-    def step(self, comm, model, optimizer, arch) -> dict:
-        """Average the gradients over all workers, then apply the optimizer."""
+    def step(self, comm, model, optimizer, arch, compressor=None) -> dict:
+        """Average the gradients over all workers (compressed if a compressor is given), then
+        apply the optimizer."""
         g = grads(model)
-        flat = flatten(g)
-        arch.allreduce(comm, flat, op="avg")
-        unflatten_into(flat, g)
+        if compressor is None:
+            flat = flatten(g)
+            arch.allreduce(comm, flat, op="avg")
+            unflatten_into(flat, g)
+        else:
+            from ..compress.aggregate import aggregate_all
+
+            for gi, avg in zip(g, aggregate_all(comm, compressor, g, range(len(g)), arch.name, **arch.kw)):
+                gi.copy_(avg)
         optimizer.step()
         return {}
 
