@@ -122,3 +122,9 @@ def test_aggregate_all_uses_powersgd_s_two_round_protocol():
         assert torch.allclose(out[r][0][1], (_x(10, (5,)) + _x(11, (5,))) / 2)  # the bias, uncompressed
     # two ring all-reduces of 2 ranks: 2 messages each, whatever the number of tensors
     assert out[0][1] == 4
+
+
+def test_own_protocol_with_ef_is_refused():
+    for spec in ("gtopk(0.1)+ef", "powersgd(rank=2)+ef"):
+        with pytest.raises(ValueError, match=r"built in .* without '\+ef'"):
+            aggregate(None, get(spec), torch.zeros(3))

@@ -16,6 +16,7 @@ get the same result, the aggregate of C(x_1), ..., C(x_N):
 
 Compressors with a protocol of their own override ``Compressor.aggregate`` and are handed
 the call: PowerSGD (two all-reduces, with ``algorithm``), gTop-k (a tree of send/recv).
+Both keep their own residual, so wrapping them in ``+ef`` is refused (ValueError).
 ``compressor=None`` is the uncompressed baseline: an all-reduce of t, divided by N.
 
 For a parameter server the pieces are reusable: a worker sends ``compress(t).to_bytes()``,
@@ -47,6 +48,10 @@ def aggregate(comm, compressor, t: torch.Tensor, key=None, algorithm: str = "nat
         return allreduce(comm, t.detach().clone(), algorithm, "avg", **kw)
     if not isinstance(compressor, Compressor):
         raise TypeError(f"expected a Compressor or None, got {type(compressor).__name__}")
+    inner = getattr(compressor, "inner", None)
+    if inner is not None and own_protocol(inner):
+        raise ValueError(f"{inner.name} has its error feedback built in and aggregates by its own protocol; "
+                         f"use '{inner.name}' without '+ef'")
     if own_protocol(compressor):
         return compressor.aggregate(comm, t, key, algorithm=algorithm, **kw)
     if compressor.aggregation == "sum":
