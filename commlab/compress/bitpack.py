@@ -33,41 +33,51 @@ def pack_bits(values: torch.Tensor, k: int) -> torch.Tensor:
     if not isinstance(k, int) or not 1 <= k <= 56:
         raise ValueError(f"pack_bits: k={k!r} is out of range; valid: an integer in 1..56")
     n = values.numel()
+    if k == 1 and values.device.type == "cpu":  # the same layout, by numpy
+        bits = values.reshape(-1).to(torch.bool).numpy()
+        return torch.from_numpy(np.packbits(bits, bitorder="little"))
+    if k == 8:
+        return values.reshape(-1).to(torch.uint8)
     v = values.reshape(-1).to(_work_dtype(k))
     groups = -(-n // 8)
     if groups * 8 != n:
         v = torch.cat([v, v.new_zeros(groups * 8 - n)])
-    v = v.reshape(groups, 8)
-    out = torch.zeros(groups, k, dtype=v.dtype, device=v.device)
+    v = v.reshape(groups, 8).t().contiguous()  # row j: value j of every group
+    out = torch.zeros(k, groups, dtype=v.dtype, device=v.device)  # row b: byte b of every group
     for j in range(8):  # value j occupies bits [j k, (j + 1) k) of the group's k bytes
         start = j * k
         for t in range((start % 8 + k + 7) // 8):
             shift = 8 * t - start % 8
-            part = v[:, j] >> shift if shift >= 0 else v[:, j] << -shift
-            out[:, start // 8 + t] |= part & 0xFF
-    return out.to(torch.uint8).reshape(-1)[: -(-n * k // 8)]
+            part = v[j] >> shift if shift >= 0 else v[j] << -shift
+            out[start // 8 + t] |= part & 0xFF
+    return out.t().to(torch.uint8).reshape(-1)[: -(-n * k // 8)]
 
 
 def unpack_bits(data: torch.Tensor, k: int, n: int) -> torch.Tensor:
-    """Inverse of :func:`pack_bits`: n integers of k bits, as int64."""
+    """Inverse of :func:`pack_bits`: n integers of k bits, as int32 (int64 for k > 24)."""
+    if data.numel() != -(-n * k // 8):
+        raise ValueError(f"unpack_bits: {data.numel()} bytes cannot hold exactly {n} values of {k} bits")
+    if k == 1 and data.device.type == "cpu":
+        bits = np.unpackbits(data.reshape(-1).numpy(), count=n, bitorder="little")
+        return torch.from_numpy(bits).to(torch.int32)
+    if k == 8:
+        return data.reshape(-1).to(torch.int32)
     groups = -(-n // 8)
     need = groups * k
     b = data.reshape(-1).to(_work_dtype(k))
-    if b.numel() != -(-n * k // 8):
-        raise ValueError(f"unpack_bits: {b.numel()} bytes cannot hold exactly {n} values of {k} bits")
     if need != b.numel():
         b = torch.cat([b, b.new_zeros(need - b.numel())])
-    b = b.reshape(groups, k)
-    out = torch.zeros(groups, 8, dtype=b.dtype, device=b.device)
+    b = b.reshape(groups, k).t().contiguous()
+    out = torch.zeros(8, groups, dtype=b.dtype, device=b.device)
     mask = (1 << k) - 1
     for j in range(8):
         start = j * k
         for t in range((start % 8 + k + 7) // 8):
             shift = 8 * t - start % 8
-            byte = b[:, start // 8 + t]
-            out[:, j] |= (byte << shift) if shift >= 0 else (byte >> -shift)
-        out[:, j] &= mask
-    return out.reshape(-1)[:n].long()
+            byte = b[start // 8 + t]
+            out[j] |= (byte << shift) if shift >= 0 else (byte >> -shift)
+        out[j] &= mask
+    return out.t().reshape(-1)[:n]
 
 
 def pack_trits(values: torch.Tensor) -> torch.Tensor:

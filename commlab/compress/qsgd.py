@@ -52,46 +52,65 @@ class QSGD(Compressor):
         return min(b / s ** 2, b ** 0.5 / s) * float(work(t).double().pow(2).sum())
 
     def quantize(self, x: torch.Tensor):
-        """(norms, levels, negative) of a flat work tensor: levels int in 0..s."""
+        """(norms, levels as floats in 0..s, negative) of a flat work tensor."""
         d, b = x.numel(), self.bucket
-        nb = -(-d // b)
-        padded = x if nb * b == d else torch.cat([x, x.new_zeros(nb * b - d)])
-        v = padded.view(nb, b)
-        norms = torch.linalg.vector_norm(v, dim=1)
+        norms = bucket_norms(x, b)
+        if not bool(torch.isfinite(norms.float()).all()):  # one check on the norms, not on x
+            self.check(x)  # NaN/Inf in x: a clear error
+            raise ValueError(f"{self.name}: a bucket norm overflows fp32 (|x| up to {float(x.abs().max()):.3g}); "
+                             f"scale the tensor down")
         scale = torch.where(norms > 0, self.levels / norms, torch.zeros_like(norms))
-        r = v.abs().mul_(scale[:, None]).reshape(-1)[:d]
+        r = bucket_mul_(x.abs(), b, scale)
         r.add_(torch.rand(d, generator=self.generator(x.device), device=x.device, dtype=x.dtype))
-        levels = r.floor_().clamp_(max=self.levels).to(torch.int32)
         self.tick()
-        return norms, levels, x < 0
+        return norms, r.floor_().clamp_(max=self.levels), x < 0
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
-        self.check(t)
+        if not t.is_floating_point():
+            self.check(t)
         norms, levels, neg = self.quantize(work(t))
         norms = norms.float()
         if self.coding == "packed":
-            codes = levels * 2 + neg
+            codes = levels.mul_(2).add_(neg).to(torch.int32)  # level and sign bit in one code
             return Payload({"norms": norms, "codes": coding.pack_bits(codes, self.bits)}, t.shape, t.dtype)
+        levels = levels.to(torch.int32)
         data, _ = coding.gamma_encode(levels + 1)
         signs = coding.pack_bits(neg[levels > 0], 1)
         return Payload({"norms": norms, "levels": data.to(t.device), "signs": signs}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
         d = p.numel
-        norms = p["norms"]
+        dtype = torch.float64 if p.dtype == torch.float64 else torch.float32
+        norms = p["norms"].to(dtype)
         if "codes" in p.parts:
             codes = coding.unpack_bits(p["codes"], self.bits, d)
-            levels, neg = codes >> 1, (codes & 1).bool()
+            table = torch.arange(1 << self.bits, device=codes.device)  # code -> +-level / s
+            table = ((table >> 1) * (1 - 2 * (table & 1))).to(dtype) / self.levels
+            x = table[codes]
         else:
             levels = coding.gamma_decode(p["levels"], d).to(norms.device) - 1
-            nz = levels > 0
-            neg = torch.zeros(d, dtype=torch.bool, device=norms.device)
-            neg[nz] = coding.unpack_bits(p["signs"], 1, int(nz.sum())).bool()
-        dtype = torch.float64 if p.dtype == torch.float64 else torch.float32
-        scale = (norms.to(dtype) / self.levels).repeat_interleave(self.bucket)[:d]
-        x = levels.to(dtype).mul_(scale)
-        x = torch.where(neg, -x, x)
-        return restore(x, p)
+            x = levels.to(dtype) / self.levels
+            nz = torch.nonzero(levels).reshape(-1)
+            x[nz[coding.unpack_bits(p["signs"], 1, nz.numel()).bool()]] *= -1
+        return restore(bucket_mul_(x, self.bucket, norms), p)
+
+
+def bucket_norms(x: torch.Tensor, b: int) -> torch.Tensor:
+    """The l2 norm of every bucket of b consecutive coordinates (the last may be shorter)."""
+    full = x.numel() // b
+    norms = torch.linalg.vector_norm(x[:full * b].view(full, b), dim=1)
+    if full * b < x.numel():
+        norms = torch.cat([norms, torch.linalg.vector_norm(x[full * b:]).reshape(1)])
+    return norms
+
+
+def bucket_mul_(x: torch.Tensor, b: int, s: torch.Tensor) -> torch.Tensor:
+    """x *= s[bucket of each coordinate], in place."""
+    full = x.numel() // b
+    x[:full * b].view(full, b).mul_(s[:full, None])
+    if full * b < x.numel():
+        x[full * b:].mul_(s[full])
+    return x
 
 
 def coding_bits(levels: int) -> int:

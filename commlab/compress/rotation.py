@@ -3,7 +3,7 @@ Limited Communication", pi_srk with variable-length coding pi_svk).
 
 Per bucket of b = 2^m coordinates (the vector zero-padded to whole buckets):
 
-    y = H D x / sqrt(b)       D = diag of random signs, H the b x b Walsh-Hadamard matrix;
+    y = H D x / sqrt(b)       D = diag of b random signs, H the b x b Walsh-Hadamard matrix;
     q_i = stochastic rounding of (y_i - min y) / (max y - min y) * s to 0..s (E q_i = that);
     decoded: x' = D H y' / sqrt(b),  y'_i = min y + q_i (max y - min y) / s.
 
@@ -13,7 +13,10 @@ probability (max y - min y)^2 = O(log b / b) ||x||^2: E ||x' - x||^2 = O(log b /
 (Theorem 3 of the paper: (2 ln b + 2) / s^2 ||x||^2 in expectation over the rotation), against
 O(b / s^2) ||x||^2 without the rotation.
 
-The rotation seed is drawn per call from (seed, call) and sent in the payload (8 bytes), so
+One D is drawn per call and used for every bucket: each bucket is still rotated by a uniformly
+random D, and the error bound, an expectation summed over buckets, needs no independence
+between buckets. The rotation seed is drawn per call from (seed, call) and sent in the
+payload (8 bytes), so
 any rank can undo any other rank's rotation; the stochastic rounding uses an independent
 stream. Hadamard products use H_b = H_p (x) H_q (Kronecker, b = p q): two small matrix
 products per bucket.
@@ -87,8 +90,8 @@ class Rotated(Compressor):
         nb = -(-d // b)
         rseed = int(torch.randint(0, 2 ** 62, (1,), generator=self.generator("cpu", stream=1)))
         v = torch.cat([x, x.new_zeros(nb * b - d)]) if nb * b != d else x.clone()
-        v.mul_(self._signs(rseed, nb * b, x.device, x.dtype))
-        y = fwht(v.view(nb, b)).mul_(1 / math.sqrt(b))
+        v = v.view(nb, b).mul_(self._signs(rseed, b, x.device, x.dtype))
+        y = fwht(v).mul_(1 / math.sqrt(b))
         lo, hi = y.min(1).values, y.max(1).values
         width = hi - lo
         scale = torch.where(width > 0, s / width, torch.zeros_like(width))
@@ -101,7 +104,7 @@ class Rotated(Compressor):
         if self.coding == "packed":
             parts["levels"] = coding.pack_bits(q, coding.bits_for(s))
         else:
-            lengths = coding.huffman_lengths(torch.bincount(q.long(), minlength=s + 1).tolist())
+            lengths = coding.huffman_lengths(torch.bincount(q, minlength=s + 1).tolist())
             data, starts, _ = coding.huffman_encode(q, lengths)
             parts.update(lengths=torch.tensor(lengths, dtype=torch.uint8, device=t.device),
                          starts=starts.to(t.device), code=data.to(t.device))
@@ -118,6 +121,6 @@ class Rotated(Compressor):
         rng = p["range"].reshape(nb, 2).to(dtype)
         lo, width = rng[:, :1], (rng[:, 1:] - rng[:, :1]) / s
         y = q.to(rng.device).to(dtype).view(nb, b).mul_(width).add_(lo)
-        v = fwht(y).mul_(1 / math.sqrt(b)).reshape(-1)
-        v.mul_(self._signs(int(p["seed"][0]), nb * b, v.device, dtype))
-        return restore(v[:d], p)
+        v = fwht(y).mul_(1 / math.sqrt(b))
+        v.mul_(self._signs(int(p["seed"][0]), b, v.device, dtype))
+        return restore(v.reshape(-1)[:d], p)
