@@ -87,7 +87,7 @@ def test_gamma_known_code():
 
 
 @pytest.mark.parametrize("seed", range(16))
-def test_huffman_round_trip_and_entropy(seed):
+def test_huffman_round_trip_and_entropy(seed, monkeypatch):
     g = torch.Generator().manual_seed(seed)
     alphabet = [1, 2, 3, 17, 64, 300][seed % 6]
     n = [1, 2, 2047, 2048, 2049, 20000][seed % 6 - 1 if seed % 6 else 5]
@@ -97,8 +97,10 @@ def test_huffman_round_trip_and_entropy(seed):
     lengths = coding.huffman_lengths(counts)
     data, starts, bits = coding.huffman_encode(s, lengths)
     assert bits == sum(c * l for c, l in zip(counts, lengths))
-    assert starts.numel() == math.ceil(n / 2048) and data.numel() == math.ceil(bits / 8)
-    assert torch.equal(coding.huffman_decode(data, starts, lengths, n), s)
+    assert starts.numel() == math.ceil(n / coding.huffman_block(n)) and data.numel() == math.ceil(bits / 8)
+    assert torch.equal(coding.huffman_decode(data, starts, lengths, n), s)  # chain of starts
+    monkeypatch.setattr(coding, "CHAIN_BITS", 0)
+    assert torch.equal(coding.huffman_decode(data, starts, lengths, n), s)  # block by block
     h = coding.entropy_bits(s)
     live = sum(c > 0 for c in counts)
     if live > 1:
@@ -114,6 +116,15 @@ def test_huffman_small_cases():
     assert coding.canonical_codes([3, 3, 2, 1]) == [0b110, 0b111, 0b10, 0b0]
     with pytest.raises(ValueError, match="has no code"):
         coding.huffman_encode(torch.tensor([0, 1]), [1, 0])
+
+
+def test_huffman_block_grows_with_n():
+    assert [coding.huffman_block(n) for n in (0, 1, 16384, 16385, 65536, 131073, 10 ** 8)] == \
+        [256, 256, 256, 512, 1024, 2048, 2048]
+    s = rand_ints(0, 5000, 5)
+    lengths = coding.huffman_lengths(torch.bincount(s).tolist())
+    data, starts, _ = coding.huffman_encode(s, lengths, block=100)
+    assert starts.numel() == 50 and torch.equal(coding.huffman_decode(data, starts, lengths, 5000, block=100), s)
 
 
 def test_huffman_lengths_stay_short_on_skewed_counts():

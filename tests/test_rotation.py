@@ -55,7 +55,7 @@ def test_huffman_bytes_are_code_plus_table_and_offsets():
     q = coding.huffman_decode(p["code"], p["starts"], p["lengths"].tolist(), n)
     bits = sum(int(l) for l in p["lengths"][q])
     want = header((5000,), ["seed", "range", "lengths", "starts", "code"]) + 8 + 8 * 5 + 17 \
-        + 4 * math.ceil(n / 2048) + math.ceil(bits / 8)
+        + 4 * math.ceil(n / coding.huffman_block(n)) + math.ceil(bits / 8)
     assert p.nbytes == want
     assert p.nbytes < Rotated(16, 1024, coding="packed").compress(x).nbytes  # variable length wins
 

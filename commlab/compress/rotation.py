@@ -24,7 +24,7 @@ products per bucket.
 Wire: seed (int64), per bucket min and max (fp32), then the levels:
 ``coding="huffman"`` (default; the paper's variable-length code): a canonical Huffman code of
 the levels' counts in this message: code lengths (s + 1 bytes), the block offsets (int32 per
-2048 levels, see :mod:`commlab.compress.coding`) and the code bits;
+block of 256 to 2048 levels, :func:`commlab.compress.coding.huffman_block`) and the code bits;
 ``coding="packed"``: ceil(log2(s + 1)) bits per level. Aggregation "gather".
 """
 from __future__ import annotations
