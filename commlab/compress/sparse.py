@@ -38,7 +38,7 @@ import torch
 from .base import Payload, header_bytes
 
 OFFSET16 = 32768
-SAMPLE = 1 << 17  # sample size for the threshold estimate
+SAMPLE = 1 << 17  # largest sample for the threshold estimate
 PARTS = ("idx", "val")
 
 
@@ -91,9 +91,11 @@ def topk_indices(a: torch.Tensor, k: int, seed: int = 0) -> torch.Tensor:
         return torch.arange(d, device=a.device)
     if k <= 0:
         return torch.zeros(0, dtype=torch.int64, device=a.device)
-    m = min(d, SAMPLE)
+    if d < 1 << 19:
+        return torch.topk(a, k, sorted=False).indices
+    m = min(d >> 5, SAMPLE)  # 1/32 of the entries, at most 2^17
     frac = max(1.5 * k / d, 64 / m)  # aim at 1.5 k candidates, and at least 64 sample points above
-    if d < 4 * SAMPLE or frac >= 0.25:
+    if frac >= 0.25:
         return torch.topk(a, k, sorted=False).indices
     g = torch.Generator(device=a.device).manual_seed(seed)
     sample = a[torch.randint(0, d, (m,), generator=g, device=a.device)].float()
