@@ -10,7 +10,8 @@ throughput in GB/s of fp32 input (best of ``--repeats`` after one warm-up call, 
 first touch of fresh memory is slow in a VM), payload bytes, and the compression ratio
 (input bytes / payload bytes). Compressors working on matrices (PowerSGD, ATOMO) and top-k
 are also run on a 1024 x 1024 matrix. Stateful compressors get a fresh instance per timed
-call, so LAQ is timed on a round it uploads (not a skip).
+call, so LAQ is timed on a round it uploads (not a skip). A reference row times one
+torch.topk plus one scatter, the speed target of top-k compress + decompress.
 
 Target: the slowest compressor handles 25M elements (compress + decompress) in < 5 s.
 """
@@ -24,7 +25,8 @@ import torch
 
 from commlab.compress import COMPRESSORS, get
 
-EXTRA = {"qsgd(coding='elias')": "qsgd(coding='elias')", "topk+ef": "topk+ef"}
+EXTRA = {"qsgd(coding='elias')": "qsgd(coding='elias')", "topk+ef": "topk+ef",
+         "threshold(2.5)": "threshold(2.5)"}  # the default tau=1e-3 keeps nearly all of randn
 MATRIX = ("powersgd", "atomo", "topk")
 TARGET_S = 5.0
 
@@ -80,6 +82,21 @@ def run(x, names, repeats):
     return rows, slowest
 
 
+def topk_reference(x, repeats, ratio=0.01):
+    """Top-k's speed target as a row: one torch.topk of |x| plus one scatter into zeros, for
+    top-k's default ratio (best of repeats after a warm-up)."""
+    flat = x.reshape(-1)
+    k = max(1, round(ratio * flat.numel()))
+    best = float("inf")
+    for i in range(repeats + 1):
+        t0 = time.perf_counter()
+        idx = torch.topk(flat.abs(), k, sorted=False).indices
+        torch.zeros_like(flat).scatter_(0, idx, flat[idx])
+        if i:
+            best = min(best, time.perf_counter() - t0)
+    return ["ref: torch.topk+scatter", "-", "-", f"{best:.3f}", "-", "-", "-"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1M elements instead of 25M")
@@ -97,6 +114,8 @@ def main():
     header = ["compressor", "compress GB/s", "decompress GB/s", "total s", "payload bytes", "ratio", "bits/coord"]
     x = torch.randn(n)
     rows, slowest = run(x, specs(a.only), repeats)
+    if not a.only or "topk" in a.only:
+        rows.append(topk_reference(x, repeats))
     table(f"Vector of {n:,} fp32 elements ({n * 4 / 1e6:.0f} MB); default arguments", header, rows)
     limit = TARGET_S * n / 25_000_000
     verdict = "meets" if slowest[1] < limit else "MISSES"
@@ -105,6 +124,8 @@ def main():
     if mats:
         m = torch.randn(1024, 1024)
         rows, _ = run(m, mats, repeats)
+        if "topk" in mats:
+            rows.append(topk_reference(m, repeats))
         table("Matrix 1024 x 1024 fp32 (4 MB)", header, rows)
     print("\ndefaults: " + "; ".join(f"{s}{inspect.signature(COMPRESSORS.builders[s])}"
                                       for s in COMPRESSORS.names() if s in (a.only or COMPRESSORS.names())))
