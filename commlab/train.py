@@ -107,7 +107,11 @@ class Trainer:
         if c.split not in ("iid", "dirichlet"):
             raise ValueError(f"unknown split {c.split!r}; valid: iid, dirichlet")
         # build every dimension once here, so a mistyped name fails before any rank starts
-        sync_pkg.get(c.sync), compress_pkg.get(c.compress), schedule_pkg.get(c.schedule)
+        sync_pkg.get(c.sync), schedule_pkg.get(c.schedule)
+        compressor = compress_pkg.get(c.compress)
+        if compressor is not None and "dgc" in compressor.name and c.momentum:
+            raise ValueError(f"compress={c.compress!r} applies momentum itself (momentum correction); "
+                             f"use momentum=0 in the Trainer, got momentum={c.momentum!r}")
         if isinstance(arch_pkg.get(c.arch), ParameterServer) and c.compress not in (None, "none"):
             raise NotImplementedError("compression over a parameter server (double compression) is not "
                                       "wired into the Trainer yet; use an all-reduce architecture")
