@@ -85,3 +85,34 @@ def allreduce_explorer(nbytes: float = 100e6, p: int = 64, link: str = "10GbE", 
     ui = w.interactive(draw, **controls)
     display(ui)
     return ui
+
+
+def compression_explorer(x, family: str = "topk", value=0.01, name: str = "a gradient"):
+    """One compressor on one gradient ``x`` (``name`` says which, in the title): relative
+    error against payload bytes for every family's sweep, the chosen point marked, and x
+    beside C(x) as matrices (:func:`commlab.plots_compress.tradeoff_figure`). Controls:
+    family, and its parameter (ratio, tau, rank or levels) from the family's sweep."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    from . import plots_compress as pc
+
+    def draw(fam, val):
+        axes = pc.tradeoff_figure(x, fam, val, name=name)
+        axes[0].figure.tight_layout()
+        plt.show()
+
+    draw(family, value)  # the static figure
+    values = {f: list(sweep) for f, (_, sweep, _) in pc.TRADEOFF.items()}
+    fam = w.Dropdown(options=list(pc.TRADEOFF), value=family, description="compressor")
+    val = w.SelectionSlider(options=values[family], value=value if value in values[family] else values[family][0],
+                            description=pc.TRADEOFF[family][0], continuous_update=False)
+
+    def switch(change):  # a new family brings its own parameter and sweep
+        val.options = values[change["new"]]
+        val.description = pc.TRADEOFF[change["new"]][0]
+
+    fam.observe(switch, names="value")
+    ui = w.interactive(draw, fam=fam, val=val)
+    display(ui)
+    return ui

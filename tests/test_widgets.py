@@ -74,3 +74,24 @@ def test_allreduce_explorer_headless():
     ranks.value = 8
     assert len(plt.get_fignums()) == before + 1
     assert "N = 8" in plt.gcf().axes[1].get_title()
+
+
+@pytest.mark.filterwarnings("ignore:.*non-interactive.*:UserWarning")
+def test_compression_explorer_headless():
+    import torch
+
+    x = torch.randn(32, 16, generator=torch.Generator().manual_seed(0))
+    ui = widgets.compression_explorer(x, family="topk", value=0.03)
+    assert isinstance(ui, w.interactive)
+    values = {c.description: c.value for c in ui.children if hasattr(c, "value") and c.description}
+    assert values["compressor"] == "topk" and values["ratio"] == 0.03
+    assert "topk, ratio = 0.03" in plt.gcf().axes[0].get_title()
+    family = next(c for c in ui.children if getattr(c, "description", "") == "compressor")
+    before = len(plt.get_fignums())
+    family.value = "powersgd"        # its own parameter and sweep, and a new figure
+    param = next(c for c in ui.children if getattr(c, "description", "") == "rank")
+    assert list(param.options) == [1, 2, 4, 8, 16] and param.value == 1
+    assert len(plt.get_fignums()) > before
+    assert "powersgd, rank = 1" in plt.gcf().axes[0].get_title()
+    param.value = 4
+    assert "powersgd, rank = 4" in plt.gcf().axes[0].get_title()
