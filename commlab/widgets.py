@@ -116,3 +116,31 @@ def compression_explorer(x, family: str = "topk", value=0.01, name: str = "a gra
     ui = w.interactive(draw, fam=fam, val=val)
     display(ui)
     return ui
+
+
+def quantizer_explorer(x, quantizer: str = "qsgd", levels: int = 4, draws: int = 20):
+    """The errors C(x)_i - x_i of one quantizer on the vector ``x``, as a histogram over
+    ``draws`` calls, with its bits per coordinate, relative error and bias in the title
+    (:func:`commlab.plots_quant.error_histogram`). Controls: quantizer, levels s (QSGD and
+    rotated quantization; the others have none), number of draws."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    from . import plots_quant as pq
+
+    def draw(name, s, n):
+        fig, ax = plt.subplots(figsize=(7, 3.8))
+        pq.error_histogram(x, pq.quantizer_spec(name, s), draws=n, ax=ax)
+        fig.tight_layout()
+        plt.show()
+
+    draw(quantizer, levels, draws)  # the static figure
+    controls = dict(
+        name=w.Dropdown(options=list(pq.QUANTIZERS), value=quantizer, description="quantizer"),
+        s=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 255], value=levels, description="levels s",
+                            continuous_update=False),
+        n=w.IntSlider(value=draws, min=2, max=100, description="draws", continuous_update=False),
+    )
+    ui = w.interactive(draw, **controls)
+    display(ui)
+    return ui

@@ -95,3 +95,26 @@ def test_compression_explorer_headless():
     assert "powersgd, rank = 1" in plt.gcf().axes[0].get_title()
     param.value = 4
     assert "powersgd, rank = 4" in plt.gcf().axes[0].get_title()
+
+
+@pytest.mark.filterwarnings("ignore:.*non-interactive.*:UserWarning")
+def test_quantizer_explorer_headless():
+    import torch
+
+    x = torch.randn(600, generator=torch.Generator().manual_seed(0))
+    ui = widgets.quantizer_explorer(x, quantizer="qsgd", levels=4, draws=5)
+    assert isinstance(ui, w.interactive)
+    values = {c.description: c.value for c in ui.children if hasattr(c, "value") and c.description}
+    assert values["quantizer"] == "qsgd" and values["levels s"] == 4 and values["draws"] == 5
+    ax = plt.gcf().axes[0]
+    assert ax.get_title().startswith("qsgd(levels=4): ") and "looks unbiased" in ax.get_title()
+    assert sum(p.get_height() for p in ax.patches) == 5 * 600   # every error of every draw is counted
+    name = next(c for c in ui.children if getattr(c, "description", "") == "quantizer")
+    before = len(plt.get_fignums())
+    name.value = "scaled_sign"                                  # a biased, deterministic one: a new figure
+    assert len(plt.get_fignums()) == before + 1
+    assert plt.gcf().axes[0].get_title().startswith("scaled_sign: ") and "looks biased" in plt.gcf().axes[0].get_title()
+    levels = next(c for c in ui.children if getattr(c, "description", "") == "levels s")
+    name.value = "rotated"
+    levels.value = 16
+    assert plt.gcf().axes[0].get_title().startswith("rotated(levels=16): ")
