@@ -172,6 +172,7 @@ def test_rank_process_that_dies_hard_is_named(others_wait):
 
 
 TORCHRUN_SCRIPT = """
+import os, sys
 import torch, commlab
 
 def fn(comm, scale):
@@ -184,7 +185,8 @@ def fn(comm, scale):
     return x.item() * scale, comm.rank, comm.world_size
 
 results = commlab.launch(fn, runtime="gloo", args=(10,), net="10GbE")
-print("RESULTS", results)
+with open(sys.argv[1] + "/rank" + os.environ["RANK"] + ".txt", "w") as f:  # stdout would interleave
+    f.write(repr(results))
 """
 
 
@@ -195,7 +197,7 @@ def test_under_torchrun_each_process_is_one_rank_and_gets_all_results(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(TORCHRUN_SCRIPT)
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                          str(script)], capture_output=True, text=True, timeout=120)
+                          str(script), str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
-    lines = [l for l in out.stdout.splitlines() if l.startswith("RESULTS")]
-    assert lines == ["RESULTS [(30.0, 0, 2), (30.0, 1, 2)]"] * 2, out.stdout
+    for rank in (0, 1):
+        assert (tmp_path / f"rank{rank}.txt").read_text() == "[(30.0, 0, 2), (30.0, 1, 2)]"
