@@ -91,7 +91,7 @@ def _run_threads(fn, world_size, network, timeout, args):
                 errors[rank] = (e, traceback.format_exc())
             world.abort.set()
             with world.lock:
-                world.lock.notify_all()
+                world.wake_all()
 
     threads = [threading.Thread(target=body, args=(r,), name=f"commlab-rank{r}", daemon=True)
                for r in range(world_size)]

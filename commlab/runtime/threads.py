@@ -1,6 +1,7 @@
 """The threads runtime: N ranks as threads of one process.
 
-Messages go through per-rank mailboxes (a list guarded by a condition variable);
+Messages go through per-rank mailboxes (lists guarded by one lock; each rank waits on its own
+condition variable, so a message wakes only its receiver);
 collectives meet at a shared rendezvous where the last rank to arrive combines the
 contributions in rank order, so results are deterministic. Functions defined in a
 notebook cell work, start-up takes milliseconds, and torch releases the GIL inside its
@@ -17,7 +18,7 @@ import time
 
 import torch
 
-from .comm import Comm, Work, check_into
+from .comm import Comm, Work, check_into, nbytes
 from .errors import Aborted, CommTimeout
 
 POLL = 0.05  # seconds between checks of the abort flag
@@ -30,17 +31,27 @@ class World:
         self.world_size = world_size
         self.timeout = timeout
         self.abort = threading.Event()
-        self.lock = threading.Condition()
+        base = threading.RLock()
+        self.lock = threading.Condition(base)  # collectives' rendezvous waits on this one
+        self.inbox = [threading.Condition(base) for _ in range(world_size)]  # rank r waits on inbox[r]
         self.mailboxes = [[] for _ in range(world_size)]  # per destination: (src, tag, tensor, depart)
         self.generation = 0
         self.arrived: dict[int, object] = {}
         self.result = None
 
-    def wait_for(self, predicate, rank: int, what):
-        """Wait on the shared condition until predicate() is true (call with self.lock held).
+    def wake_all(self) -> None:
+        """Wake every waiting rank (call with self.lock held), e.g. to see the abort flag."""
+        self.lock.notify_all()
+        for cond in self.inbox:
+            cond.notify_all()
+
+    def wait_for(self, predicate, rank: int, what, cond=None):
+        """Wait on ``cond`` (default: the shared condition) until predicate() is true (call
+        with self.lock held).
 
         ``what`` (a string, or a callable giving one when the wait times out) says what the
         rank was waiting for."""
+        cond = self.lock if cond is None else cond
         deadline = time.monotonic() + self.timeout
         while not predicate():
             if self.abort.is_set():
@@ -48,7 +59,7 @@ class World:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise CommTimeout(f"rank {rank} waited {self.timeout:g} s for {what() if callable(what) else what}")
-            self.lock.wait(min(POLL, left))
+            cond.wait(min(POLL, left))
 
     def exchange(self, rank: int, value, combine, what: str):
         """All ranks deposit a value; the last one computes combine(values by rank) once;
@@ -107,7 +118,7 @@ class ThreadComm(Comm):
             if w.abort.is_set():
                 raise Aborted(f"rank {self.rank}: run aborted because another rank failed")
             w.mailboxes[dst].append((self.rank, tag, tensor.clone(memory_format=torch.contiguous_format), depart))
-            w.lock.notify_all()
+            w.inbox[dst].notify()
         return Work(lambda: None)
 
     def _take(self, match, what):
@@ -122,7 +133,7 @@ class ThreadComm(Comm):
                         return True
                 return False
 
-            w.wait_for(ready, self.rank, what)
+            w.wait_for(ready, self.rank, what, w.inbox[self.rank])
             src, _, tensor, depart = found[0]
             return src, tensor, depart
 
@@ -139,6 +150,29 @@ class ThreadComm(Comm):
 
     def _transport_recv_any(self, tag):
         return self._take(lambda m: m[1] == tag, f"a message from any rank (tag {tag})")
+
+    def _transport_recv_first(self, sources, tag):
+        w, box = self.world, self.world.mailboxes[self.rank]
+        net = self.clock.network if self.clock is not None else None
+        with w.lock:
+            first = {}  # source -> index of its oldest pending message with this tag
+
+            def ready():
+                first.clear()
+                for i, (src, t, _, _) in enumerate(box):
+                    if t == tag and src in sources and src not in first:
+                        first[src] = i
+                return len(first) == len(sources)
+
+            def arrival(i):
+                src, _, tensor, depart = box[i]
+                link = net.message_time(src, self.rank, nbytes(tensor)) if net is not None else 0.0
+                return depart + link, src
+
+            w.wait_for(ready, self.rank, lambda: f"a message (tag {tag}) from each of ranks {sources} "
+                       f"(none yet from {sorted(set(sources) - set(first))})", w.inbox[self.rank])
+            src, _, tensor, depart = box.pop(min(first.values(), key=arrival))
+            return src, tensor, depart
 
     # collectives
     def _max_clock(self, value):
