@@ -38,7 +38,8 @@ class Network:
     links: optional {rank: link} overrides (a rank on a slow link).
     flops: compute rate in FLOP/s used by ``comm.compute(flops=...)``; the default 1e12
         (1 TFLOP/s sustained, a modest GPU) keeps simulated compute small next to the wire.
-    slowdown: optional {rank: factor} multiplying that rank's compute time (a straggler).
+    slowdown: optional {rank: factor} multiplying that rank's compute time (a persistent
+        straggler), or a :class:`~commlab.net.stragglers.Stragglers` (random, seeded, per step).
     measure_compute: add measured thread CPU time between communication calls.
     ranks_per_node, intra_link: nodes of ``ranks_per_node`` consecutive ranks (rank r on node
         r // ranks_per_node); a message between two ranks of one node goes over ``intra_link``
@@ -59,11 +60,22 @@ class Network:
         if flops is not None and not flops > 0:
             raise ValueError(f"flops must be a positive FLOP/s rate, got {flops!r}")
         self.flops = flops
-        self.slowdown = {int(r): float(f) for r, f in (slowdown or {}).items()}
-        for r, f in self.slowdown.items():
-            if not f > 0:
-                raise ValueError(f"slowdown of rank {r} must be > 0, got {f!r}")
+        if callable(slowdown):
+            self.slowdown = slowdown
+        elif slowdown is None or isinstance(slowdown, dict):
+            self.slowdown = {int(r): float(f) for r, f in (slowdown or {}).items()}
+            for r, f in self.slowdown.items():
+                if not f > 0:
+                    raise ValueError(f"slowdown of rank {r} must be > 0, got {f!r}")
+        else:
+            raise TypeError(f"slowdown must be a {{rank: factor}} dict or a Stragglers(...), got {slowdown!r}")
         self.measure_compute = measure_compute
+
+    def slowdown_of(self, rank: int, k: int) -> float:
+        """The factor on rank ``rank``'s compute time at its k-th compute call."""
+        if callable(self.slowdown):
+            return self.slowdown(rank, k)
+        return self.slowdown.get(rank, 1.0)
 
     def link_of(self, rank: int) -> LinkModel:
         return self.links.get(rank, self.link)
@@ -100,6 +112,7 @@ class Clock:
         self.network = network
         self.rank = rank
         self.now = 0.0
+        self.computes = 0  # compute calls so far (the k of Network.slowdown_of)
         self.out_free = 0.0
         self.in_free = 0.0
         self._cpu_mark = time.thread_time() if network.measure_compute else None
@@ -123,7 +136,8 @@ class Clock:
             seconds = flops / self.network.flops
         if seconds < 0:
             raise ValueError(f"compute time must be >= 0, got {seconds!r}")
-        self.now += seconds * self.network.slowdown.get(self.rank, 1.0)
+        self.now += seconds * self.network.slowdown_of(self.rank, self.computes)
+        self.computes += 1
 
     def send(self, dst: int, nbytes: int) -> float:
         self._measure()
