@@ -178,3 +178,37 @@ def test_thread_comm_recv_times_out_naming_the_peer():
     comm = ThreadComm(World(2, timeout=0.2), rank=0)
     with pytest.raises(CommTimeout, match=r"rank 0 waited 0.2 s for a message from rank 1 \(tag 4\)"):
         comm.recv(1, tag=4)
+
+
+def test_recv_first_takes_the_earliest_simulated_arrival_not_the_real_one():
+    import time as _time
+
+    from commlab.net import Network
+
+    def body(comm):
+        if comm.rank == 0:
+            order, left = [], {1, 2, 3}
+            while left:  # a source is listed only while it still owes a message
+                src, _ = comm.recv_first(left, tag=5)
+                order.append(src)
+                left.discard(src)
+            return order
+        comm.compute(seconds={1: 3.0, 2: 1.0, 3: 2.0}[comm.rank])  # simulated departure order 2, 3, 1
+        _time.sleep(0.05 * (4 - comm.rank))  # real order 3, 2, 1
+        comm.send(torch.ones(2), 0, tag=5)
+
+    assert launch(body, 4, net=Network("10GbE"))[0] == [2, 3, 1]
+    assert launch(body, 4)[0] == [1, 2, 3]  # without a clock: ties go to the lowest rank
+
+
+def test_recv_first_times_out_naming_the_silent_source():
+    from commlab.runtime.errors import RankError
+
+    def body(comm):
+        if comm.rank == 0:
+            comm.recv_first([1, 2])
+        elif comm.rank == 1:
+            comm.send(torch.ones(1), 0)
+
+    with pytest.raises(RankError, match=r"none yet from \[2\]"):
+        launch(body, 3, timeout=0.5)

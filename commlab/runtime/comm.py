@@ -168,6 +168,23 @@ class Comm:
         src, tensor, depart = self._transport_recv_any(tag)
         return src, self._incoming(src, tensor, depart)
 
+    def recv_first(self, sources, tag: int = 0) -> tuple[int, torch.Tensor]:
+        """Receive the next message of whichever of ``sources`` comes first; returns (src, tensor).
+
+        "First" is simulated time on the threads runtime: it waits until every source has a
+        message pending and takes the one that arrives first on the clock (departure + link
+        time; ties, and runs without a clock, go to the lowest rank), so an asynchronous
+        server sees the same order on every run. Other transports take whichever message
+        comes first in real time. Each source must be sure to send (a worker not waiting for
+        a reply), or the wait ends in CommTimeout."""
+        sources = sorted(set(sources))
+        if not sources:
+            raise ValueError("recv_first needs at least one source rank")
+        for s in sources:
+            self._check_peer(s, "src")
+        src, tensor, depart = self._transport_recv_first(sources, tag)
+        return src, self._incoming(src, tensor, depart)
+
     # ----- collectives ----------------------------------------------------------------
     def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
         """Reduce ``tensor`` over all ranks in place (op: sum, avg, max, min, prod).
@@ -241,6 +258,13 @@ class Comm:
 
     def _transport_recv_any(self, tag):
         raise NotImplementedError
+
+    def _transport_recv_first(self, sources, tag):
+        src, tensor, depart = self._transport_recv_any(tag)
+        if src not in sources:
+            raise RuntimeError(f"rank {self.rank} expected a message (tag {tag}) from one of ranks {sources}, "
+                               f"got one from rank {src}")
+        return src, tensor, depart
 
     def _transport_all_reduce(self, tensor, op):
         raise NotImplementedError
