@@ -289,8 +289,8 @@ def test_argument_errors():
         ParameterServer(2, colocated="yes")
     with pytest.raises(ValueError, match="at least one element per shard"):
         Layout(2, 4).pieces(torch.zeros(3))
-    with pytest.raises(ValueError, match="unknown parameter-server policy 'ssp'; valid: bsp"):
-        get_policy("ssp")
+    with pytest.raises(ValueError, match="unknown parameter-server policy 'bogus'; valid: bsp, asp, ssp"):
+        get_policy("bogus")
 
     def colocated_async(comm):
         PSClient(comm, torch.zeros(4), 2, 1, True, lr=0.1, policy=_TakeAnyApplyEach())

@@ -18,9 +18,9 @@ is ``push(g); x = pull()``, as in Li et al. A worker leaves by sending each serv
 empty tensor (0 bytes, 1 message); a server returns once all W workers have left.
 
 When a push is applied and when a pull is answered is the server's *policy*
-(:mod:`commlab.arch.ps_policy`): BSP there now; SSP, ASP and round-robin fit the same three
-questions, and a policy that names no worker makes the server take whichever push arrives
-first (``comm.recv_any``). The server keeps each worker's clock (pushes taken so far).
+(:mod:`commlab.arch.ps_policy`: BSP, ASP, SSP, backup workers, round-robin), and a policy
+that names no worker makes the server take whichever push arrives first
+(``comm.recv_first``). The server keeps each worker's clock (pushes taken so far).
 
 Layouts (W workers, S servers):
 
@@ -121,6 +121,9 @@ class ShardServer:
         self.buffered: dict[int, torch.Tensor] = {}
         self.waiting: set[int] = set()
         self.updates = 0
+        self.version = [0] * self.workers  # updates made when each worker last pulled
+        self.applied: list[tuple[int, int, int]] = []  # (worker, its step, staleness)
+        self.dropped: list[tuple[int, int]] = []  # (worker, its step)
 
     def take(self, worker: int, msg: torch.Tensor) -> list[int]:
         """Handle a push (or an empty goodbye) from ``worker``; return the workers to answer now,
@@ -134,20 +137,27 @@ class ShardServer:
                 raise ValueError(f"worker {worker} pushed {tuple(msg.shape)} to shard {self.shard}, "
                                  f"which holds {tuple(self.param.shape)}")
             self.clocks[worker] += 1
-            self.buffered[worker] = msg
             self.waiting.add(worker)
+            if self.policy.should_drop(self, worker):
+                self.dropped.append((worker, self.clocks[worker]))
+            else:
+                self.buffered[worker] = msg
         if self.buffered and self.policy.should_apply(self):
             self.apply()
         ready = sorted((w for w in self.waiting if w not in self.buffered and self.policy.can_answer(self, w)),
                        key=lambda w: ((w - self.shard) % self.workers, w))
         self.waiting.difference_update(ready)
+        for w in ready:
+            self.version[w] = self.updates
         return ready
 
     def apply(self) -> None:
-        """One SGD step with the average of the buffered gradients (summed in worker order)."""
+        """One SGD step with the average of the buffered gradients (summed in worker order);
+        logs (worker, its step, staleness) for each."""
         g = None
         for w in sorted(self.buffered):
             g = self.buffered[w].clone() if g is None else g.add_(self.buffered[w])
+            self.applied.append((w, self.clocks[w], self.updates - self.version[w]))
         self.param.grad = g.div_(len(self.buffered))
         self.optimizer.step()
         self.buffered.clear()
@@ -159,7 +169,11 @@ def _serve_one(comm, server: ShardServer) -> list:
     allows (a copy of the parameters: they may change before a send completes)."""
     w = server.policy.next_worker(server)
     if w is None:
-        w, msg = comm.recv_any(PUSH_TAG)
+        senders = server.live - server.waiting  # a worker waiting for its reply cannot push
+        if not senders:
+            raise RuntimeError(f"shard {server.shard}: every live worker waits for a reply that policy "
+                               f"{server.policy!r} does not give (clocks {server.clocks})")
+        w, msg = comm.recv_first(senders, PUSH_TAG)
     else:
         msg = comm.recv(w, PUSH_TAG)
     if not 0 <= w < server.workers:
@@ -174,8 +188,9 @@ def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr:
     """The loop of a server rank (extra-rank layout) until every worker has left.
 
     params: the full flat initial parameter vector (the server keeps its own piece).
-    Returns {"role", "shard", "updates", "clocks", "params", "stats", "sim"}: its final piece,
-    its traffic (``comm.stats``) and simulated time."""
+    Returns {"role", "shard", "updates", "clocks", "applied", "dropped", "params", "stats", "sim"}:
+    its log of applied (worker, step, staleness) and dropped (worker, step) pushes, its final
+    piece, its traffic (``comm.stats``) and simulated time."""
     layout = Layout(workers, shards)
     _check_world(comm, layout)
     shard = layout.shard_of(comm.rank)
@@ -186,7 +201,7 @@ def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr:
         for work in _serve_one(comm, server):  # the workers answered are waiting: safe to wait
             work.wait()
     return {"role": "server", "shard": shard, "updates": server.updates, "clocks": list(server.clocks),
-            "params": server.param.detach().clone(), "stats": comm.stats.snapshot(), "sim": comm.now}
+            "applied": server.applied, "dropped": server.dropped, "params": server.param.detach().clone(), "stats": comm.stats.snapshot(), "sim": comm.now}
 
 
 def _check_world(comm, layout: Layout) -> None:
@@ -304,11 +319,11 @@ class ParameterServer:
         """Whether ``rank`` runs only a server loop (:meth:`serve`) rather than a worker."""
         return rank >= workers and self.layout(workers).shard_of(rank) is not None
 
-    def serve(self, comm, params, workers: int, **sgd) -> dict:
-        return run_server(comm, params, workers, self.shards, **sgd)
+    def serve(self, comm, params, workers: int, policy="bsp", **sgd) -> dict:
+        return run_server(comm, params, workers, self.shards, policy=policy, **sgd)
 
-    def client(self, comm, params, workers: int, **sgd) -> PSClient:
-        return PSClient(comm, params, workers, self.shards, self.colocated, **sgd)
+    def client(self, comm, params, workers: int, policy="bsp", **sgd) -> PSClient:
+        return PSClient(comm, params, workers, self.shards, self.colocated, policy=policy, **sgd)
 
     def time(self, nbytes: float, workers: int, link) -> float:
         """Closed-form seconds of one BSP push/pull of ``nbytes`` (see commlab.net.cost)."""
