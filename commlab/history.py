@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 # columns that the same seed must reproduce exactly (wall time is the only one that may not)
 DETERMINISTIC = ("loss", "test_accuracy", "test_loss", "sim_time", "bytes_sent", "bytes_recv",
-                 "server_bytes_sent", "server_bytes_recv")
+                 "server_bytes_sent", "server_bytes_recv", "samples", "staleness", "dropped")
 
 
 @dataclass
@@ -17,7 +17,11 @@ class History:
     ``eval_every`` steps (NaN in between); sim_time: simulated seconds at the end of the
     step (slowest rank; NaN without a network model); wall_time: real seconds since the
     start of training; bytes_sent / bytes_recv: per step, one list entry per worker;
-    server_bytes_sent / server_bytes_recv: whole-run totals of each parameter server rank.
+    server_bytes_sent / server_bytes_recv: whole-run totals of each parameter server rank;
+    samples: training samples used in the step, all workers together; staleness: per step,
+    one entry per worker: the updates made to the model between the worker's read of it and
+    the application of its gradient (None: dropped), recorded by parameter-server and Hogwild
+    runs (empty otherwise); dropped: per step, the gradients dropped (backup workers).
     """
 
     steps: list[int] = field(default_factory=list)
@@ -30,6 +34,9 @@ class History:
     bytes_recv: list[list[int]] = field(default_factory=list)
     server_bytes_sent: list[int] = field(default_factory=list)
     server_bytes_recv: list[int] = field(default_factory=list)
+    samples: list[int] = field(default_factory=list)
+    staleness: list[list] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
     config: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -46,6 +53,11 @@ class History:
             "bytes_sent_max": [max(b) for b in self.bytes_sent],
         })
         df["cum_bytes_sent_mean"] = df["bytes_sent_mean"].cumsum()
+        if len(self.samples) == len(self.steps):
+            df["cum_samples"] = pd.Series(self.samples).cumsum().to_numpy()
+        if len(self.staleness) == len(self.steps):  # mean over the applied gradients of the step
+            applied = [[s for s in row if s is not None] for row in self.staleness]
+            df["staleness_mean"] = [sum(a) / len(a) if a else math.nan for a in applied]
         return df.set_index("step")
 
     @property

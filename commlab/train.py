@@ -107,12 +107,23 @@ class Trainer:
         if c.split not in ("iid", "dirichlet"):
             raise ValueError(f"unknown split {c.split!r}; valid: iid, dirichlet")
         # build every dimension once here, so a mistyped name fails before any rank starts
-        sync_pkg.get(c.sync), schedule_pkg.get(c.schedule)
+        sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
+        schedule_pkg.get(c.schedule)
+        if getattr(sync, "needs_ps", False) and not isinstance(arch, ParameterServer):
+            if c.arch != "native":
+                raise ValueError(f"sync={c.sync!r} runs over a parameter server: use arch='ps' or "
+                                 f"'ps(shards=S)', got arch={c.arch!r}")
+            c.arch, arch = "ps", arch_pkg.get("ps")  # the default architecture becomes a single server
+        if isinstance(arch, ParameterServer) and not hasattr(sync, "ps_policy"):
+            raise ValueError(f"sync={c.sync!r} does not run over a parameter server; use an all-reduce arch "
+                             f"({', '.join(n for n in arch_pkg.ARCHITECTURES.names() if n != 'ps')})")
+        if hasattr(sync, "check"):
+            sync.check(c)
         compressor = compress_pkg.get(c.compress)
         if compressor is not None and "dgc" in compressor.name and c.momentum:
             raise ValueError(f"compress={c.compress!r} applies momentum itself (momentum correction); "
                              f"use momentum=0 in the Trainer, got momentum={c.momentum!r}")
-        if isinstance(arch_pkg.get(c.arch), ParameterServer) and c.compress not in (None, "none"):
+        if isinstance(arch, ParameterServer) and c.compress not in (None, "none"):
             raise NotImplementedError("compression over a parameter server (double compression) is not "
                                       "wired into the Trainer yet; use an all-reduce architecture")
         self.network = as_network(net)
@@ -132,8 +143,14 @@ class Trainer:
         c = self.config
         arch = arch_pkg.get(c.arch)
         world = arch.world_size(c.workers) if hasattr(arch, "world_size") else c.workers
+        sync = sync_pkg.get(c.sync)
+        shared = None
+        if hasattr(sync, "shared_state"):  # Hogwild: one parameter vector for all threads
+            with _BUILD_LOCK:
+                torch.manual_seed(c.seed)
+                shared = sync.shared_state(build_model(c.model, self.dataset, **c.model_kw))
         results = launch(_train_rank, world, runtime=c.runtime, net=self.network, timeout=c.timeout,
-                         args=(c, self.dataset, self.shards, self.flops_per_sample, steps))
+                         args=(c, self.dataset, self.shards, self.flops_per_sample, self.network, shared, steps))
         return _merge(results, c)
 
 
@@ -158,38 +175,75 @@ def _evaluate(model, x, y, device):
     return acc, loss
 
 
-def _train_rank(comm, c: Config, ds, shards, flops_per_sample, steps):
-    """What one worker does: the body of data-parallel SGD."""
+class Worker:
+    """One rank's side of data-parallel training, as a synchronizer sees it: each step the
+    Trainer calls ``sync.round(worker)``, which may call ``worker.gradient()`` (one mini-batch:
+    forward, backward, compute on the clock) as often as it likes, talk over ``worker.comm``
+    and return {"loss": ...} (NaN if this worker did not train), optionally "staleness" and
+    "samples"."""
+
+    def __init__(self, comm, c: Config, ds, shard, flops_per_sample, network, model, optimizer, arch,
+                 compressor, client=None):
+        self.comm, self.config, self.network = comm, c, network
+        self.model, self.optimizer, self.arch, self.compressor, self.client = model, optimizer, arch, compressor, client
+        self.flops_per_sample, self.shard_size = flops_per_sample, len(shard)
+        self.batches = data_pkg.batches(ds.x_train, ds.y_train, shard, c.batch_size, seed=c.seed + comm.rank)
+
+    def next_batch(self, batch_size: int | None = None):
+        """The next mini-batch of this worker's shard; a larger ``batch_size`` joins batches."""
+        if batch_size is None or batch_size == self.config.batch_size:
+            return next(self.batches)
+        parts = [next(self.batches) for _ in range(math.ceil(batch_size / self.config.batch_size))]
+        return torch.cat([p[0] for p in parts])[:batch_size], torch.cat([p[1] for p in parts])[:batch_size]
+
+    def gradient(self, batch_size: int | None = None) -> float:
+        """Zero the gradients, compute them on the next mini-batch, charge the compute; the loss.
+
+        A straggler (``Network(slowdown=...)``) is slower on the simulated clock; on Gloo and
+        NCCL it also really sleeps (factor - 1) times its measured compute."""
+        comm = self.comm
+        x, y = self.next_batch(batch_size)
+        start = time.perf_counter()
+        loss = F.cross_entropy(self.model(x.to(comm.device)), y.to(comm.device))
+        self.optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        if self.network is not None and comm.backend != "threads" and comm.clock is not None:
+            factor = self.network.slowdown_of(comm.rank, comm.clock.computes)
+            if factor > 1:
+                time.sleep((factor - 1) * (time.perf_counter() - start))
+        comm.compute(flops=self.flops_per_sample * len(y))
+        return loss.item()
+
+
+def _train_rank(comm, c: Config, ds, shards, flops_per_sample, network, shared, steps):
+    """What one rank does: a parameter server's loop, or a worker's steps."""
     with _BUILD_LOCK:
         torch.manual_seed(c.seed)
         model = build_model(c.model, ds, **c.model_kw)
     model.to(comm.device).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
     sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
-    compressor = _rank_compressor(c, comm.rank)
-    sync_step = lambda: sync.step(comm, model, optimizer, arch, compressor)  # noqa: E731
+    client = None
     if isinstance(arch, ParameterServer):  # the servers own the parameters and the optimizer
-        sgd = dict(lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
+        sgd = dict(lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay, policy=sync.ps_policy())
         params = flatten(p.detach() for p in trainable(model))
         if arch.is_server(comm.rank, c.workers):
             return {"server": arch.serve(comm, params, c.workers, **sgd)}
         client = arch.client(comm, params, c.workers, **sgd)
-        sync_step = lambda: client.step(model)  # noqa: E731
-    batches = data_pkg.batches(ds.x_train, ds.y_train, shards[comm.rank], c.batch_size, seed=c.seed + comm.rank)
-    rec = {"loss": [], "acc": [], "test_loss": [], "sim": [], "wall": [], "sent": [], "recv": []}
+    if shared is not None:
+        sync.bind(shared)
+    worker = Worker(comm, c, ds, shards[comm.rank], flops_per_sample, network, model, optimizer, arch,
+                    _rank_compressor(c, comm.rank), client)
+    rec = {k: [] for k in ("loss", "acc", "test_loss", "sim", "wall", "sent", "recv", "staleness", "samples")}
     bar = _progress(steps) if comm.rank == 0 and c.progress else None
     start = time.perf_counter()
     for step in range(1, steps + 1):
-        x, y = next(batches)
-        x, y = x.to(comm.device), y.to(comm.device)
         before = comm.stats.snapshot()
-        loss = F.cross_entropy(model(x), y)
-        optimizer.zero_grad(set_to_none=False)
-        loss.backward()
-        comm.compute(flops=flops_per_sample * len(y))
-        sync_step()
+        info = sync.round(worker)
         delta = comm.stats.snapshot() - before
-        rec["loss"].append(loss.item())
+        rec["loss"].append(info["loss"])
+        rec["staleness"].append(info.get("staleness"))
+        rec["samples"].append(info.get("samples", c.batch_size))
         rec["sent"].append(delta.bytes_sent)
         rec["recv"].append(delta.bytes_recv)
         rec["sim"].append(comm.now if comm.clock is not None else math.nan)
@@ -201,10 +255,10 @@ def _train_rank(comm, c: Config, ds, shards, flops_per_sample, steps):
         rec["wall"].append(time.perf_counter() - start)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+            bar.set_postfix(loss=f"{info['loss']:.3f}", refresh=False)
     if bar is not None:
         bar.close()
-    if isinstance(arch, ParameterServer):
+    if client is not None:
         client.close()
     return rec
 
@@ -218,17 +272,33 @@ def _progress(steps):
 def _merge(results, c: Config) -> History:
     servers = [r["server"] for r in results if "server" in r]
     results = [r for r in results if "server" not in r]
-    n = len(results[0]["loss"])
+    n, W = len(results[0]["loss"]), len(results)
     h = History(config={k: (v if isinstance(v, (int, float, str, type(None))) else repr(v))
                         for k, v in asdict(c).items()})
     h.steps = list(range(1, n + 1))
-    h.loss = [sum(r["loss"][i] for r in results) / len(results) for i in range(n)]
+    h.loss = [_nanmean([r["loss"][i] for r in results]) for i in range(n)]
     h.test_accuracy = results[0]["acc"]
     h.test_loss = results[0]["test_loss"]
     h.sim_time = [max(r["sim"][i] for r in results) for i in range(n)]
     h.wall_time = [max(r["wall"][i] for r in results) for i in range(n)]
     h.bytes_sent = [[r["sent"][i] for r in results] for i in range(n)]
     h.bytes_recv = [[r["recv"][i] for r in results] for i in range(n)]
+    h.samples = [sum(r["samples"][i] for r in results) for i in range(n)]
     h.server_bytes_sent = [srv["stats"].bytes_sent for srv in servers]
     h.server_bytes_recv = [srv["stats"].bytes_recv for srv in servers]
+    if servers:  # shard 0's log: the staleness of each applied push, None for a dropped one
+        h.staleness = [[None] * W for _ in range(n)]
+        h.dropped = [0] * n
+        for w, k, stale in servers[0]["applied"]:
+            h.staleness[k - 1][w] = stale
+        for w, k in servers[0]["dropped"]:
+            h.dropped[k - 1] += 1
+    elif any(s is not None for s in results[0]["staleness"]):
+        h.staleness = [[r["staleness"][i] for r in results] for i in range(n)]
+        h.dropped = [0] * n
     return h
+
+
+def _nanmean(values) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan

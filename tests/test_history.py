@@ -25,6 +25,9 @@ def _history():
         bytes_recv=[[20, 10], [30, 10], [0, 0], [5, 5]],
         server_bytes_sent=[60, 60],
         server_bytes_recv=[70, 70],
+        samples=[64, 64, 64, 64],
+        staleness=[[0, 1], [0, 2], [1, None], [0, 0]],
+        dropped=[0, 0, 1, 0],
         config={"seed": 0},
     )
 
@@ -43,7 +46,13 @@ def test_to_dataframe_columns_and_cumulative_bytes():
     df = _history().to_dataframe()
     assert df.index.name == "step" and list(df.index) == [1, 2, 3, 4]
     assert list(df.columns) == ["loss", "test_accuracy", "test_loss", "sim_time", "wall_time",
-                                "bytes_sent_mean", "bytes_sent_max", "cum_bytes_sent_mean"]
+                                "bytes_sent_mean", "bytes_sent_max", "cum_bytes_sent_mean", "cum_samples",
+                                "staleness_mean"]
+    assert list(df["cum_samples"]) == [64, 128, 192, 256]
+    assert list(df["staleness_mean"]) == [0.5, 1.0, 1.0, 0.0]  # a dropped gradient (None) is left out
+    assert list(History(steps=[1], loss=[1.0], test_accuracy=[0.5], test_loss=[1.0], sim_time=[0.1],
+                        wall_time=[0.1], bytes_sent=[[1]], bytes_recv=[[1]]).to_dataframe().columns)[-1] \
+        == "cum_bytes_sent_mean"  # no samples or staleness recorded: no such columns
     assert list(df["bytes_sent_mean"]) == [15, 20, 0, 5]
     assert list(df["bytes_sent_max"]) == [20, 30, 0, 5]
     assert list(df["cum_bytes_sent_mean"]) == [15, 35, 35, 40]

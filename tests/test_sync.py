@@ -73,20 +73,16 @@ def test_bsp_handles_parameters_without_grad():
 
 
 def test_registry():
-    assert SYNCS.names() == ["bsp"]
+    assert SYNCS.names() == sorted(["bsp", "asp", "ssp", "backup", "round_robin", "hogwild", "local_sgd",
+                                    "post_local_sgd", "fedavg", "dynamic_batch"])
     assert isinstance(sync.get(), BSP) and isinstance(sync.get("BSP"), BSP)
     assert repr(sync.get("bsp")) == "BSP()" and BSP.name == "bsp"
-
-
-@pytest.mark.parametrize("name", ["ssp(staleness=2)", "asp", "local-sgd(period=4)", "fedavg", "hogwild"])
-def test_planned(name):
-    with pytest.raises(NotImplementedError, match=r"not implemented yet \(synchronization chapters, issue 4\)"
-                                                  r"; available now: bsp"):
-        sync.get(name)
+    assert repr(sync.get("ssp(staleness=3)")) == "SSP(staleness=3)"
+    assert repr(sync.get("local-sgd(period=4)")) == "LocalSGD(period=4)"
 
 
 def test_unknown_and_bad_arguments():
-    with pytest.raises(ValueError, match=r"unknown synchronization 'bulk'; valid: bsp \(planned: .*ssp"):
+    with pytest.raises(ValueError, match=r"unknown synchronization 'bulk'; valid: asp, backup, bsp, dynamic_batch"):
         sync.get("bulk")
     with pytest.raises(ValueError, match=r"bad arguments for synchronization 'bsp\(1\)'"):
         sync.get("bsp(1)")

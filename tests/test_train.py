@@ -161,7 +161,6 @@ def _planned_compressor():
 
 
 @pytest.mark.parametrize("option,name,where", [
-    ("sync", "ssp", "issue 4"),
     ("arch", "gossip", "decentralized chapter"),
     ("compress", _planned_compressor(), "issue 5"),
     ("schedule", "wfbp", "scheduling chapter"),

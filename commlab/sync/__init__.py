@@ -1,14 +1,33 @@
-"""Synchronization: when workers agree. This edition has BSP; the others arrive with
-chapters 04 and 05 (issue 4)."""
+"""Synchronization: when workers agree.
+
+Every synchronizer has ``round(worker)``, one step of the History (see
+:class:`commlab.train.Worker`); those that run over a parameter server give it a policy
+(``ps_policy()``).
+
+* bsp: average the gradients every step (all-reduce or parameter server).
+* asp, ssp(staleness), backup(backups), round_robin: parameter-server policies.
+* hogwild: lock-free shared memory (threads runtime).
+* local_sgd(period), post_local_sgd(switch, period): average the models every H steps.
+* fedavg(fraction, epochs, local_steps): federated averaging over a client sample.
+* dynamic_batch(growth, max_batch): BSP with a growing batch.
+
+Beyond SGD, :func:`consensus_admm` runs asynchronous consensus ADMM (Zhang and Kwok 2014) on
+logistic regression, with its own master and workers.
+"""
 from __future__ import annotations
 
 from ..spec import Registry
+from .admm import consensus_admm
+from .async_ps import ASP, SSP, Backup, RoundRobin
 from .bsp import BSP
+from .dynamic_batch import DynamicBatch
+from .fedavg import FedAvg
+from .hogwild import Hogwild
+from .local_sgd import LocalSGD, PostLocalSGD
 
 SYNCS = Registry("synchronization")
-SYNCS.register("bsp", BSP)
-SYNCS.plan(["ssp", "asp", "hogwild", "backup", "local_sgd", "post_local_sgd", "fedavg", "round_robin"],
-           "synchronization chapters, issue 4")
+for _cls in (BSP, ASP, SSP, Backup, RoundRobin, Hogwild, LocalSGD, PostLocalSGD, FedAvg, DynamicBatch):
+    SYNCS.register(_cls.name, _cls)
 
 
 def get(spec="bsp"):

@@ -8,6 +8,7 @@ The average goes over the chosen architecture's all-reduce as one flat buffer. W
 compressor, each parameter's gradient g_i is replaced by the aggregate of C(g_i) over the
 workers (:func:`commlab.compress.aggregate.aggregate_all`, layer by layer, as compression
 papers apply it), through the same all-reduce algorithm where payloads are summable.
+Over a parameter server (``arch="ps"``) the server averages and applies (its BSP policy).
 """
 from __future__ import annotations
 
@@ -16,6 +17,19 @@ from ..flat import flatten, grads, unflatten_into
 
 class BSP:
     name = "bsp"
+
+    def round(self, worker) -> dict:
+        """One step: a mini-batch gradient on every worker, averaged, applied."""
+        loss = worker.gradient()
+        if worker.client is not None:
+            worker.client.step(worker.model)
+        else:
+            self.step(worker.comm, worker.model, worker.optimizer, worker.arch, worker.compressor)
+        return {"loss": loss}
+
+    def ps_policy(self):
+        """The parameter-server policy of this synchronizer."""
+        return "bsp"
 
     def step(self, comm, model, optimizer, arch, compressor=None) -> dict:
         """Average the gradients over all workers (compressed if a compressor is given), then

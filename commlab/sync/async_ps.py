@@ -1,0 +1,75 @@
+"""Synchronization over a parameter server: ASP, SSP, backup workers, round-robin.
+
+Each is BSP's worker loop (push the gradient, pull the parameters) with another server
+policy (:mod:`commlab.arch.ps_policy`), so the worker code is the same and the server decides:
+
+* ``asp``: x <- x - eta g_w for every push as it arrives (Dean et al., NeurIPS 2012; Recht et
+  al.'s lock-free variant is :mod:`commlab.sync.hogwild`).
+* ``ssp(staleness=s)``: the same updates, but worker w may start step c_w + 1 only while
+  c_w - min_v c_v <= s (Ho et al., "More effective distributed ML via a stale synchronous
+  parallel parameter server", NeurIPS 2013). s = 0 keeps the workers in lockstep.
+* ``backup(backups=b)``: x_{t+1} = x_t - eta (1/(W-b)) sum of the first W - b gradients
+  computed on x_t; the b late ones are dropped when they arrive (Chen et al., "Revisiting
+  distributed synchronous SGD", 2016).
+* ``round_robin``: pushes applied one by one in the fixed order 0, 1, ..., W-1, 0, ...
+  (Chen, Wang and Li, INFOCOM 2019), which spreads the pushes out instead of letting them
+  hit the server in a burst.
+
+Each gradient is applied with the full learning rate (not divided by W): one pass of W
+asynchronous pushes moves x as far as W BSP steps would. The History records the staleness
+of every applied gradient and the gradients dropped.
+"""
+from __future__ import annotations
+
+from ..arch.ps_policy import ASPPolicy, BackupPolicy, RoundRobinPolicy, SSPPolicy
+from .bsp import BSP
+
+
+class _OverServer(BSP):
+    needs_ps = True
+    policy_class = None
+
+    def ps_policy(self):
+        return self.policy_class()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ASP(_OverServer):
+    name, policy_class = "asp", ASPPolicy
+
+
+class RoundRobin(_OverServer):
+    name, policy_class = "round_robin", RoundRobinPolicy
+
+
+class SSP(_OverServer):
+    name = "ssp"
+
+    def __init__(self, staleness: int = 2):
+        self.staleness = SSPPolicy(staleness).staleness  # validates
+
+    def ps_policy(self):
+        return SSPPolicy(self.staleness)
+
+    def __repr__(self) -> str:
+        return f"SSP(staleness={self.staleness})"
+
+
+class Backup(_OverServer):
+    name = "backup"
+
+    def __init__(self, backups: int = 1):
+        self.backups = BackupPolicy(backups).backups
+
+    def check(self, config) -> None:
+        if self.backups >= config.workers:
+            raise ValueError(f"backup(backups={self.backups}) leaves no gradient to average with "
+                             f"{config.workers} workers; use 0 <= backups < {config.workers}")
+
+    def ps_policy(self):
+        return BackupPolicy(self.backups)
+
+    def __repr__(self) -> str:
+        return f"Backup(backups={self.backups})"
