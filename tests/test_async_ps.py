@@ -4,7 +4,7 @@ import random
 import pytest
 import torch
 
-from commlab.arch.ps import ParameterServer, PSClient, run_server
+from commlab.arch.ps import PSClient, run_server
 from commlab.arch.ps_policy import SSPPolicy
 from commlab.net import Network, Stragglers
 from commlab.runtime import launch

@@ -26,3 +26,9 @@ def test_bad_arguments():
         get("dynamic_batch(growth=0.9)")
     with pytest.raises(ValueError, match="max_batch must be None or an integer >= 1"):
         get("dynamic_batch(max_batch=0)")
+
+
+def test_gloo_matches_threads():
+    kw = dict(KW, workers=4, sync="dynamic_batch(growth=2.0)")
+    threads, gloo = Trainer(**kw).fit(steps=4), Trainer(runtime="gloo", **kw).fit(steps=4)
+    assert gloo.loss == pytest.approx(threads.loss, rel=1e-4) and gloo.samples == threads.samples

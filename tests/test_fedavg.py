@@ -52,3 +52,10 @@ def test_bad_arguments():
         get("fedavg(epochs=0)")
     with pytest.raises(ValueError, match="takes no arch"):
         Trainer(sync="fedavg", arch="ring")
+
+
+def test_gloo_matches_threads():
+    kw = dict(model="mlp", data="digits", workers=4, sync="fedavg(fraction=0.5, local_steps=3)", progress=False,
+              eval_every=1000)
+    threads, gloo = Trainer(**kw).fit(steps=3), Trainer(runtime="gloo", **kw).fit(steps=3)
+    assert gloo.loss == pytest.approx(threads.loss, rel=1e-4) and gloo.bytes_sent == threads.bytes_sent

@@ -70,3 +70,10 @@ def test_bad_arguments():
         get("local_sgd(period=0)")
     with pytest.raises(ValueError, match="switch must be an integer >= 0"):
         get("post_local_sgd(switch=-1)")
+
+
+@pytest.mark.parametrize("sync", ["local_sgd(period=3)", "post_local_sgd(switch=2, period=2)"])
+def test_gloo_matches_threads(sync):
+    threads = Trainer(sync=sync, **KW).fit(steps=6)
+    gloo = Trainer(sync=sync, runtime="gloo", **KW).fit(steps=6)
+    assert gloo.loss == pytest.approx(threads.loss, rel=1e-4) and gloo.bytes_sent == threads.bytes_sent

@@ -47,62 +47,16 @@ so k steps take at most k times as long (``tests/test_ps.py`` checks both).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 
 from ..flat import flatten, grads, unflatten_into
 from ..net import cost
+from .ps_layout import Layout, check_count
 from .ps_policy import POLICIES, BSPPolicy, Policy, get_policy  # noqa: F401 - re-exported
 
 PUSH_TAG = 21  # worker -> server: a gradient piece, or an empty goodbye
 PULL_TAG = 22  # server -> worker: the parameter piece answering a push
-
-
-# ----- who is where ------------------------------------------------------------------------
-def _check_count(what: str, v) -> None:
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ValueError(f"parameter server needs {what} to be an integer >= 1, got {v!r}")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """W workers and S servers on ranks: servers as extra ranks W..W+S-1, or co-located on 0..S-1."""
-
-    workers: int
-    shards: int = 1
-    colocated: bool = False
-
-    def __post_init__(self):
-        _check_count("workers", self.workers)
-        _check_count("shards", self.shards)
-        if self.colocated and self.shards > self.workers:
-            raise ValueError(f"co-located servers live on worker ranks: shards={self.shards} > workers="
-                             f"{self.workers}; use shards <= workers, or colocated=False for extra server ranks")
-
-    @property
-    def world_size(self) -> int:
-        return self.workers if self.colocated else self.workers + self.shards
-
-    def server_rank(self, shard: int) -> int:
-        return shard if self.colocated else self.workers + shard
-
-    def shard_of(self, rank: int):
-        """The shard a rank serves, or None."""
-        s = rank if self.colocated else rank - self.workers
-        return s if 0 <= s < self.shards else None
-
-    def pieces(self, flat: torch.Tensor) -> tuple:
-        if flat.dim() != 1 or flat.numel() < self.shards:
-            raise ValueError(f"cannot split {tuple(flat.shape)} into {self.shards} shards: "
-                             "need a 1-D vector with at least one element per shard")
-        return flat.tensor_split(self.shards)
-
-    def describe(self) -> str:
-        if self.colocated:
-            return f"{self.workers} workers on ranks 0..{self.workers - 1}, servers co-located on 0..{self.shards - 1}"
-        return (f"{self.workers} workers on ranks 0..{self.workers - 1}, {self.shards} server(s) on ranks "
-                f"{self.workers}..{self.workers + self.shards - 1}")
 
 
 # ----- one shard's server --------------------------------------------------------------------
@@ -303,7 +257,7 @@ class ParameterServer:
     name = "ps"
 
     def __init__(self, shards: int = 1, colocated: bool = False):
-        _check_count("shards", shards)
+        check_count("shards", shards)
         if not isinstance(colocated, bool):
             raise ValueError(f"colocated must be True or False, got {colocated!r}")
         self.shards, self.colocated = shards, colocated
