@@ -141,3 +141,14 @@ def test_report_compares_codes_with_entropy():
     assert r["huffman"] <= r["gamma"] and r["huffman"] <= r["fixed"]
     p = np.bincount(s.numpy()) / s.numel()
     assert math.isclose(r["entropy"], float(-(p[p > 0] * np.log2(p[p > 0])).sum()), rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 7, 12, 24])
+def test_small_and_large_pack_paths_write_the_same_bytes(k, monkeypatch):
+    from commlab.compress import bitpack
+
+    v = torch.randint(0, 2 ** k, (1001,), generator=torch.Generator().manual_seed(k))
+    small = bitpack.pack_bits(v, k)
+    monkeypatch.setattr(bitpack, "SMALL_BITS", 0)  # force the torch path
+    assert torch.equal(bitpack.pack_bits(v, k), small)
+    assert torch.equal(bitpack.unpack_bits(small, k, 1001), v.to(torch.int32))

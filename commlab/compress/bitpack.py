@@ -24,6 +24,9 @@ def bits_for(levels: int) -> int:
 
 
 # ----------------------------------------------------------------------------- fixed width
+SMALL_BITS = 1 << 22  # up to here numpy's one-call bit table beats 8 shifted passes of torch ops
+
+
 def _work_dtype(k: int):
     return torch.int32 if k <= 24 else torch.int64
 
@@ -36,6 +39,12 @@ def pack_bits(values: torch.Tensor, k: int) -> torch.Tensor:
     if k == 1 and values.device.type == "cpu":  # the same layout, by numpy
         bits = values.reshape(-1).to(torch.bool).numpy()
         return torch.from_numpy(np.packbits(bits, bitorder="little"))
+    if values.device.type == "cpu" and k <= 24 and k != 8 and n * k <= SMALL_BITS:
+        # the layout is one little-endian bit stream (value m in bits [m k, (m + 1) k), least
+        # significant bit first), which numpy writes in one call from an n x k table of bits
+        v = values.reshape(-1).numpy().astype(np.uint32)
+        bits = (v[:, None] >> np.arange(k, dtype=v.dtype)) & 1
+        return torch.from_numpy(np.packbits(bits.astype(np.uint8).reshape(-1), bitorder="little"))
     if k == 8:
         return values.reshape(-1).to(torch.uint8)
     v = values.reshape(-1).to(_work_dtype(k))
@@ -60,6 +69,9 @@ def unpack_bits(data: torch.Tensor, k: int, n: int) -> torch.Tensor:
     if k == 1 and data.device.type == "cpu":
         bits = np.unpackbits(data.reshape(-1).numpy(), count=n, bitorder="little")
         return torch.from_numpy(bits).to(torch.int32)
+    if data.device.type == "cpu" and k <= 24 and k != 8 and n * k <= SMALL_BITS:  # read by numpy
+        bits = np.unpackbits(data.reshape(-1).numpy(), count=n * k, bitorder="little").reshape(n, k)
+        return torch.from_numpy(bits.astype(np.int32) @ (1 << np.arange(k, dtype=np.int32)))
     if k == 8:
         return data.reshape(-1).to(torch.int32)
     groups = -(-n // 8)
