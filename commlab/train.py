@@ -28,10 +28,12 @@ from . import models
 from . import schedule as schedule_pkg
 from . import sync as sync_pkg
 from .arch.ps import ParameterServer, trainable
+from .arch.ps_codec import PSCodec, check_ps_compression
 from .flat import flatten
 from .history import History
 from .net.clock import as_network
 from .runtime import launch
+from .worker import Worker
 
 _BUILD_LOCK = threading.Lock()  # threads share torch's global RNG: build models one at a time
 
@@ -44,6 +46,7 @@ class Config:
     sync: str = "bsp"
     arch: str = "native"
     compress: object = None
+    reply_compress: object = None
     schedule: object = None
     runtime: str = "threads"
     seed: int = 0
@@ -86,11 +89,15 @@ def build_model(name, dataset: data_pkg.Dataset, **kw) -> torch.nn.Module:
 class Trainer:
     """Data-parallel training of ``model`` on ``data`` by ``workers`` ranks.
 
-    sync: "bsp" (others arrive with chapters 04-05). arch: an all-reduce algorithm
-    ("native", "ring", ...) or a parameter server ("ps", "ps(shards=4)",
-    "ps(shards=2, colocated=True)"; server ranks are added after the workers).
+    sync: "bsp", "asp", "ssp(staleness=2)", "backup(backups=1)", "round_robin" (these four over
+    a parameter server), "hogwild", "local_sgd(period=4)", "post_local_sgd(switch=100, period=4)",
+    "fedavg(fraction=0.5, epochs=1)", "dynamic_batch(growth=1.1)" (see :mod:`commlab.sync`).
+    arch: an all-reduce algorithm ("native", "ring", ...) or a parameter server ("ps",
+    "ps(shards=4)", "ps(shards=2, colocated=True)"; server ranks are added after the workers).
     compress: None or a compressor spec ("qsgd(levels=16)", "topk(0.01)+ef", "powersgd(rank=2)",
-    ...), applied layer by layer over an all-reduce architecture. schedule: None for now.
+    ...), applied layer by layer over an all-reduce architecture, to the pushes over a parameter
+    server; reply_compress: the server's replies too (double compression, arch="ps" only).
+    schedule: None for now.
     net: None, a profile name ("10GbE", ...), a LinkModel or a Network.
     runtime: "threads", "gloo" or "nccl". split: "iid" or "dirichlet" (with dirichlet_alpha).
     """
@@ -123,9 +130,7 @@ class Trainer:
         if compressor is not None and "dgc" in compressor.name and c.momentum:
             raise ValueError(f"compress={c.compress!r} applies momentum itself (momentum correction); "
                              f"use momentum=0 in the Trainer, got momentum={c.momentum!r}")
-        if isinstance(arch, ParameterServer) and c.compress not in (None, "none"):
-            raise NotImplementedError("compression over a parameter server (double compression) is not "
-                                      "wired into the Trainer yet; use an all-reduce architecture")
+        check_ps_compression(c, sync, arch, compressor, compress_pkg.get(c.reply_compress))
         self.network = as_network(net)
         self.dataset = data if isinstance(data, data_pkg.Dataset) else data_pkg.load(data, seed=seed, **c.data_kw)
         with _BUILD_LOCK:
@@ -175,46 +180,6 @@ def _evaluate(model, x, y, device):
     return acc, loss
 
 
-class Worker:
-    """One rank's side of data-parallel training, as a synchronizer sees it: each step the
-    Trainer calls ``sync.round(worker)``, which may call ``worker.gradient()`` (one mini-batch:
-    forward, backward, compute on the clock) as often as it likes, talk over ``worker.comm``
-    and return {"loss": ...} (NaN if this worker did not train), optionally "staleness" and
-    "samples"."""
-
-    def __init__(self, comm, c: Config, ds, shard, flops_per_sample, network, model, optimizer, arch,
-                 compressor, client=None):
-        self.comm, self.config, self.network = comm, c, network
-        self.model, self.optimizer, self.arch, self.compressor, self.client = model, optimizer, arch, compressor, client
-        self.flops_per_sample, self.shard_size = flops_per_sample, len(shard)
-        self.batches = data_pkg.batches(ds.x_train, ds.y_train, shard, c.batch_size, seed=c.seed + comm.rank)
-
-    def next_batch(self, batch_size: int | None = None):
-        """The next mini-batch of this worker's shard; a larger ``batch_size`` joins batches."""
-        if batch_size is None or batch_size == self.config.batch_size:
-            return next(self.batches)
-        parts = [next(self.batches) for _ in range(math.ceil(batch_size / self.config.batch_size))]
-        return torch.cat([p[0] for p in parts])[:batch_size], torch.cat([p[1] for p in parts])[:batch_size]
-
-    def gradient(self, batch_size: int | None = None) -> float:
-        """Zero the gradients, compute them on the next mini-batch, charge the compute; the loss.
-
-        A straggler (``Network(slowdown=...)``) is slower on the simulated clock; on Gloo and
-        NCCL it also really sleeps (factor - 1) times its measured compute."""
-        comm = self.comm
-        x, y = self.next_batch(batch_size)
-        start = time.perf_counter()
-        loss = F.cross_entropy(self.model(x.to(comm.device)), y.to(comm.device))
-        self.optimizer.zero_grad(set_to_none=False)
-        loss.backward()
-        if self.network is not None and comm.backend != "threads" and comm.clock is not None:
-            factor = self.network.slowdown_of(comm.rank, comm.clock.computes)
-            if factor > 1:
-                time.sleep((factor - 1) * (time.perf_counter() - start))
-        comm.compute(flops=self.flops_per_sample * len(y))
-        return loss.item()
-
-
 def _train_rank(comm, c: Config, ds, shards, flops_per_sample, network, shared, steps):
     """What one rank does: a parameter server's loop, or a worker's steps."""
     with _BUILD_LOCK:
@@ -227,9 +192,11 @@ def _train_rank(comm, c: Config, ds, shards, flops_per_sample, network, shared, 
     if isinstance(arch, ParameterServer):  # the servers own the parameters and the optimizer
         sgd = dict(lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay, policy=sync.ps_policy())
         params = flatten(p.detach() for p in trainable(model))
+        reply = compress_pkg.get(c.reply_compress)
         if arch.is_server(comm.rank, c.workers):
-            return {"server": arch.serve(comm, params, c.workers, **sgd)}
-        client = arch.client(comm, params, c.workers, **sgd)
+            codec = PSCodec(compress_pkg.get(c.compress), reply)
+            return {"server": arch.serve(comm, params, c.workers, codec=codec, **sgd)}
+        client = arch.client(comm, params, c.workers, codec=PSCodec(_rank_compressor(c, comm.rank), reply), **sgd)
     if shared is not None:
         sync.bind(shared)
     worker = Worker(comm, c, ds, shards[comm.rank], flops_per_sample, network, model, optimizer, arch,

@@ -253,11 +253,6 @@ def test_fp16_compression_matches_uncompressed_training_closely():
     assert half.bytes_sent[0][0] * 2 == plain.bytes_sent[0][0]
 
 
-def test_compression_over_a_parameter_server_is_not_wired_yet():
-    with pytest.raises(NotImplementedError, match="parameter server"):
-        _trainer(arch="ps", compress="qsgd(levels=4)")
-
-
 def test_dgc_refuses_optimizer_momentum_it_would_apply_twice():
     with pytest.raises(ValueError, match="momentum=0"):
         _trainer(compress="dgc(0.01)", momentum=0.9)

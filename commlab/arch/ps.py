@@ -52,6 +52,7 @@ import torch
 
 from ..flat import flatten, grads, unflatten_into
 from ..net import cost
+from .ps_codec import PSCodec
 from .ps_layout import Layout, check_count
 from .ps_policy import POLICIES, BSPPolicy, Policy, get_policy  # noqa: F401 - re-exported
 
@@ -65,9 +66,11 @@ class ShardServer:
     pushes and pulls in flight. Transport-free: the loops below feed it messages."""
 
     def __init__(self, shard: int, layout: Layout, params: torch.Tensor, lr: float, momentum: float = 0.0,
-                 weight_decay: float = 0.0, policy="bsp"):
+                 weight_decay: float = 0.0, policy="bsp", codec: PSCodec | None = None):
         self.shard, self.shards, self.workers = shard, layout.shards, layout.workers
         self.param = layout.pieces(params.detach())[shard].clone()
+        self.start = self.param.clone()  # what every worker holds at first (for compressed replies)
+        self.codec = codec or PSCodec()
         self.optimizer = torch.optim.SGD([self.param], lr=lr, momentum=momentum, weight_decay=weight_decay)
         self.policy = get_policy(policy)
         self.clocks = [0] * self.workers
@@ -87,7 +90,7 @@ class ShardServer:
         else:
             if worker in self.waiting:
                 raise RuntimeError(f"worker {worker} pushed to shard {self.shard} twice without pulling")
-            if msg.shape != self.param.shape:
+            if self.codec.push is None and msg.shape != self.param.shape:
                 raise ValueError(f"worker {worker} pushed {tuple(msg.shape)} to shard {self.shard}, "
                                  f"which holds {tuple(self.param.shape)}")
             self.clocks[worker] += 1
@@ -95,7 +98,7 @@ class ShardServer:
             if self.policy.should_drop(self, worker):
                 self.dropped.append((worker, self.clocks[worker]))
             else:
-                self.buffered[worker] = msg
+                self.buffered[worker] = self.codec.decode_push(msg, self.param.shape)
         if self.buffered and self.policy.should_apply(self):
             self.apply()
         ready = sorted((w for w in self.waiting if w not in self.buffered and self.policy.can_answer(self, w)),
@@ -106,13 +109,12 @@ class ShardServer:
         return ready
 
     def apply(self) -> None:
-        """One SGD step with the average of the buffered gradients (summed in worker order);
-        logs (worker, its step, staleness) for each."""
-        g = None
-        for w in sorted(self.buffered):
-            g = self.buffered[w].clone() if g is None else g.add_(self.buffered[w])
+        """One SGD step with the aggregate of the buffered gradients (the average, summed in
+        worker order; or the compressor's combine); logs (worker, its step, staleness) for each."""
+        order = sorted(self.buffered)
+        for w in order:
             self.applied.append((w, self.clocks[w], self.updates - self.version[w]))
-        self.param.grad = g.div_(len(self.buffered))
+        self.param.grad = self.codec.combine([self.buffered[w] for w in order], self.shard).to(self.param.dtype)
         self.optimizer.step()
         self.buffered.clear()
         self.updates += 1
@@ -133,12 +135,12 @@ def _serve_one(comm, server: ShardServer) -> list:
     if not 0 <= w < server.workers:
         raise RuntimeError(f"shard {server.shard} got a push from rank {w}, which is not a worker")
     ready = [r for r in server.take(w, msg) if r != comm.rank]
-    reply = server.param.detach().clone() if ready else None
-    return [comm.isend(reply, r, PULL_TAG) for r in ready]
+    return [comm.isend(server.codec.encode_reply(server.param, server.shard, r, server.start), r, PULL_TAG)
+            for r in ready]
 
 
 def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr: float, momentum: float = 0.0,
-               weight_decay: float = 0.0, policy="bsp") -> dict:
+               weight_decay: float = 0.0, policy="bsp", codec: PSCodec | None = None) -> dict:
     """The loop of a server rank (extra-rank layout) until every worker has left.
 
     params: the full flat initial parameter vector (the server keeps its own piece).
@@ -150,12 +152,13 @@ def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr:
     shard = layout.shard_of(comm.rank)
     if shard is None:
         raise ValueError(f"rank {comm.rank} is not a server rank ({layout.describe()})")
-    server = ShardServer(shard, layout, params, lr, momentum, weight_decay, policy)
+    server = ShardServer(shard, layout, params, lr, momentum, weight_decay, policy, codec)
     while server.live:
         for work in _serve_one(comm, server):  # the workers answered are waiting: safe to wait
             work.wait()
     return {"role": "server", "shard": shard, "updates": server.updates, "clocks": list(server.clocks),
-            "applied": server.applied, "dropped": server.dropped, "params": server.param.detach().clone(), "stats": comm.stats.snapshot(), "sim": comm.now}
+            "applied": server.applied, "dropped": server.dropped, "params": server.param.detach().clone(),
+            "stats": comm.stats.snapshot(), "sim": comm.now}
 
 
 def _check_world(comm, layout: Layout) -> None:
@@ -174,8 +177,13 @@ class PSClient:
     ``pull`` returns (its pieces may still be on the wire)."""
 
     def __init__(self, comm, params: torch.Tensor, workers: int, shards: int = 1, colocated: bool = False, *,
-                 lr: float, momentum: float = 0.0, weight_decay: float = 0.0, policy="bsp"):
+                 lr: float, momentum: float = 0.0, weight_decay: float = 0.0, policy="bsp",
+                 codec: PSCodec | None = None):
         self.comm, self.layout = comm, Layout(workers, shards, colocated)
+        self.codec = codec or PSCodec()
+        if colocated and (self.codec.push is not None or self.codec.reply is not None):
+            raise ValueError("compression over co-located servers is not supported; use colocated=False")
+        self.start = self.layout.pieces(params.detach().reshape(-1))
         _check_world(comm, self.layout)
         if comm.rank >= workers:
             raise ValueError(f"rank {comm.rank} is not a worker ({self.layout.describe()})")
@@ -200,7 +208,8 @@ class PSClient:
             if self.server is not None and s == self.server.shard:
                 self._deliver(self.server.take(r, pieces[s]))
             else:
-                self._sends.append(self.comm.isend(pieces[s], self.layout.server_rank(s), PUSH_TAG))
+                msg = self.codec.encode_push(pieces[s], s)
+                self._sends.append(self.comm.isend(msg, self.layout.server_rank(s), PUSH_TAG))
 
     def _deliver(self, ready) -> None:
         """Answer the pulls the local shard allows after our own push (none under BSP, W > 1)."""
@@ -221,7 +230,8 @@ class PSClient:
             if self.server is not None and s == self.server.shard:
                 out[s] = self.server.param.detach().clone()
             else:
-                out[s] = self.comm.recv(self.layout.server_rank(s), PULL_TAG)
+                msg = self.comm.recv(self.layout.server_rank(s), PULL_TAG)
+                out[s] = self.codec.decode_reply(msg, s, r, self.start[s])
         for work in self._sends:
             work.wait()
         self._sends = None
@@ -273,11 +283,11 @@ class ParameterServer:
         """Whether ``rank`` runs only a server loop (:meth:`serve`) rather than a worker."""
         return rank >= workers and self.layout(workers).shard_of(rank) is not None
 
-    def serve(self, comm, params, workers: int, policy="bsp", **sgd) -> dict:
-        return run_server(comm, params, workers, self.shards, policy=policy, **sgd)
+    def serve(self, comm, params, workers: int, policy="bsp", codec=None, **sgd) -> dict:
+        return run_server(comm, params, workers, self.shards, policy=policy, codec=codec, **sgd)
 
-    def client(self, comm, params, workers: int, policy="bsp", **sgd) -> PSClient:
-        return PSClient(comm, params, workers, self.shards, self.colocated, policy=policy, **sgd)
+    def client(self, comm, params, workers: int, policy="bsp", codec=None, **sgd) -> PSClient:
+        return PSClient(comm, params, workers, self.shards, self.colocated, policy=policy, codec=codec, **sgd)
 
     def time(self, nbytes: float, workers: int, link) -> float:
         """Closed-form seconds of one BSP push/pull of ``nbytes`` (see commlab.net.cost)."""

@@ -1,0 +1,52 @@
+"""The worker context a synchronizer drives."""
+import time
+
+import torch
+
+from commlab import arch, data
+from commlab.net import Network
+from commlab.runtime import launch
+from commlab.train import Config, build_model
+from commlab.worker import Worker
+
+
+def _worker(comm, network=None, batch_size=8):
+    ds = data.load("digits", seed=0)
+    torch.manual_seed(0)
+    model = build_model("mlp", ds)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    shard = data.split_iid(len(ds.y_train), comm.world_size, 0)[comm.rank]
+    return Worker(comm, Config(batch_size=batch_size), ds, shard, 1000.0, network, model, opt, arch.get("native"), None)
+
+
+def test_next_batch_joins_batches_for_a_larger_size():
+    def body(comm):
+        w = _worker(comm)
+        x, y = w.next_batch(20)
+        ref = _worker(comm)
+        parts = [ref.next_batch() for _ in range(3)]
+        return torch.equal(x, torch.cat([p[0] for p in parts])[:20]) and len(y) == 20
+
+    assert launch(body, 1) == [True]
+
+
+def test_gradient_charges_compute_with_the_straggler_factor():
+    def body(comm):
+        w = _worker(comm, comm.clock.network, batch_size=8)
+        loss = w.gradient()
+        return loss, comm.now
+
+    (loss, now), = launch(body, 1, net=Network("10GbE", flops=1e6, slowdown={0: 3.0}))
+    assert loss > 0 and abs(now - 3 * 8 * 1000.0 / 1e6) < 1e-12
+
+
+def test_gloo_stragglers_really_sleep():
+    def body(comm):
+        w = _worker(comm, comm.clock.network)
+        start = time.perf_counter()
+        for _ in range(5):
+            w.gradient()
+        return time.perf_counter() - start
+
+    slow, fast = launch(body, 2, runtime="gloo", net=Network("10GbE", slowdown={0: 20.0}))
+    assert slow > 3 * fast
