@@ -72,3 +72,11 @@ def test_registry_composes_ef():
     for _ in range(20):
         total += ef(x, "w")
     assert torch.allclose(total + ef.residual("w"), 20 * x)
+
+
+@pytest.mark.parametrize("spec,why", [("diana", "learns the shifts h"), ("laq", "its own memory"),
+                                      ("terngrad", "share one scaler"), ("powersgd", "built in"),
+                                      ("gtopk(0.1)", "built in")])
+def test_compressors_with_their_own_correction_refuse_ef(spec, why):
+    with pytest.raises(ValueError, match=rf"{why}.*without '\+ef'"):
+        get(f"{spec}+ef")

@@ -48,10 +48,6 @@ def aggregate(comm, compressor, t: torch.Tensor, key=None, algorithm: str = "nat
         return allreduce(comm, t.detach().clone(), algorithm, "avg", **kw)
     if not isinstance(compressor, Compressor):
         raise TypeError(f"expected a Compressor or None, got {type(compressor).__name__}")
-    inner = getattr(compressor, "inner", None)
-    if inner is not None and own_protocol(inner):
-        raise ValueError(f"{inner.name} has its error feedback built in and aggregates by its own protocol; "
-                         f"use '{inner.name}' without '+ef'")
     if own_protocol(compressor):
         return compressor.aggregate(comm, t, key, algorithm=algorithm, **kw)
     if compressor.aggregation == "sum":

@@ -227,6 +227,7 @@ class Compressor:
     name = "compressor"
     unbiased = False
     aggregation = "gather"
+    no_error_feedback = None  # a reason, where wrapping in "+ef" would be wrong
 
     def __init__(self, seed: int = 0):
         if isinstance(seed, bool) or not isinstance(seed, int):

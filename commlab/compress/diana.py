@@ -33,6 +33,8 @@ class Diana(Compressor):
     """``Diana(levels=16, bucket=512, alpha=None, seed=0)``."""
 
     name = "diana"
+    no_error_feedback = ("corrects its compression error itself: it compresses g - h and learns the shifts h "
+                         "(error feedback on top would count the error twice)")
     unbiased = True
     aggregation = "gather"
 

@@ -38,6 +38,8 @@ class ErrorFeedback(Compressor):
             raise TypeError(f"ErrorFeedback wraps a Compressor, got {type(inner).__name__}")
         if isinstance(inner, ErrorFeedback):
             raise ValueError(f"{inner.name} already has error feedback; '+ef' once is enough")
+        if inner.no_error_feedback:
+            raise ValueError(f"{inner.name} {inner.no_error_feedback}; use '{inner.name}' without '+ef'")
         super().__init__(inner.seed)
         self.inner = inner
         self.name = f"{inner.name}+ef"

@@ -98,6 +98,7 @@ class GTopK(TopK):
     residual (what one tree leaf sends)."""
 
     name = "gtopk"
+    no_error_feedback = "has its error feedback built in (it keeps its own residual)"
 
     def __init__(self, ratio: float = 0.01, seed: int = 0):
         super().__init__(ratio, seed)

@@ -52,6 +52,7 @@ class PowerSGD(LowRank):
     start, state per key. Every rank needs the same ``seed`` (the first Q)."""
 
     name = "powersgd"
+    no_error_feedback = "has its error feedback built in (it keeps its own residual)"
     unbiased = False
     aggregation = "sum"
     factors = ("p", "q")  # P^ and Q, sent transposed: r x m and r x n

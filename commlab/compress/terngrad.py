@@ -32,6 +32,8 @@ class TernGrad(Compressor):
     """``TernGrad(clip=None, seed=0)``; ``compress(t, scale=s)`` quantizes with a given scaler."""
 
     name = "terngrad"
+    no_error_feedback = ("aggregates by its own protocol (the ranks share one scaler first), which an "
+                         "error-feedback wrapper cannot see")
     aggregation = "gather"
 
     def __init__(self, clip: float | None = None, seed: int = 0):
