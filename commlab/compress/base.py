@@ -286,15 +286,13 @@ class Compressor:
             return torch.sign(total).to(first.dtype)
         return total.div_(len(payloads)).to(first.dtype)
 
-    def aggregate(self, comm, t: torch.Tensor, key=None) -> torch.Tensor:
-        """Every rank calls this with its tensor; all get the same aggregate (see module doc).
-        "sum" goes through ``comm.all_reduce``; the others all-gather the payloads' bytes."""
-        if self.aggregation == "sum":
-            s = self.summable(t, key)
-            return self.from_summed(comm.all_reduce(s, "sum"), t, comm.world_size)
-        from ..arch.ring import all_gather_pieces
-        data = self.compress(t, key).to_bytes()
-        return self.combine([Payload.from_bytes(b) for b in all_gather_pieces(comm, data)], key).to(t.device)
+    def aggregate(self, comm, t: torch.Tensor, key=None, **kw) -> torch.Tensor:
+        """Every rank calls this with its tensor; all get the same aggregate, by
+        :func:`commlab.compress.aggregate.aggregate`. Compressors with a protocol of their own
+        (PowerSGD, gTop-k, TernGrad) override this."""
+        from .aggregate import aggregate
+
+        return aggregate(comm, self, t, key, **kw)
 
     def __repr__(self) -> str:
         return self.name
