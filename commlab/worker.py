@@ -1,7 +1,6 @@
 """One rank's side of data-parallel training, as a synchronizer sees it (see :mod:`commlab.train`)."""
 from __future__ import annotations
 
-import math
 import time
 
 import torch
@@ -28,7 +27,10 @@ class Worker:
         """The next mini-batch of this worker's shard; a larger ``batch_size`` joins batches."""
         if batch_size is None or batch_size == self.config.batch_size:
             return next(self.batches)
-        parts = [next(self.batches) for _ in range(math.ceil(batch_size / self.config.batch_size))]
+        parts, have = [], 0
+        while have < batch_size:  # an epoch's short last batch may come in between
+            parts.append(next(self.batches))
+            have += len(parts[-1][1])
         return torch.cat([p[0] for p in parts])[:batch_size], torch.cat([p[1] for p in parts])[:batch_size]
 
     def gradient(self, batch_size: int | None = None) -> float:

@@ -5,7 +5,9 @@ on its own data, x_w <- x_w - eta g_w(x_w), and every H steps the models are ave
 
     x_w <- (1/W) sum_v x_v                      (an all-reduce of the parameters)
 
-so H steps cost one all-reduce instead of H. H = 1 is BSP (the average of x - eta g_w is
+so H steps cost one all-reduce instead of H. Between averages each worker holds its own
+model; the Trainer's test accuracy is rank 0's model, so evaluate at multiples of H
+(``eval_every=H``) to see the average. H = 1 is BSP (the average of x - eta g_w is
 x - eta times the average gradient; momentum buffers average the same way). Each worker keeps
 its own momentum buffer.
 
