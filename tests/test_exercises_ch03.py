@@ -6,6 +6,7 @@ import pytest
 
 from commlab.exercises import ch03
 from commlab.net import PROFILES
+from exercise_contract import assert_check_contract
 
 
 def _min_servers_by_hand():
@@ -42,27 +43,8 @@ def test_by_hand_values():
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=IDS)
-def test_none_is_not_answered_yet(check, capsys):
-    assert check(None) is False
-    assert "not answered yet" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=IDS)
-def test_right_answer(check, capsys):
-    assert check(RIGHT[check]()) is True
-    assert "correct" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=IDS)
-def test_wrong_answer(check, capsys):
-    assert check(WRONG[check]) is False
-    assert "not yet" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=IDS)
-def test_not_a_number(check, capsys):
-    assert check("many") is False
-    assert "expected a number" in capsys.readouterr().out
+def test_check_contract(check, capsys):
+    assert_check_contract(check, RIGHT[check](), WRONG[check], capsys)
 
 
 def test_min_servers_edges():
