@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 # columns that the same seed must reproduce exactly (wall time is the only one that may not)
 DETERMINISTIC = ("loss", "test_accuracy", "test_loss", "sim_time", "bytes_sent", "bytes_recv",
-                 "server_bytes_sent", "server_bytes_recv", "samples", "staleness", "dropped")
+                 "server_bytes_sent", "server_bytes_recv", "samples", "staleness", "dropped", "worker_time",
+                 "applied")
 
 
 @dataclass
@@ -15,13 +16,17 @@ class History:
 
     loss: training loss averaged over workers; test_accuracy / test_loss: measured every
     ``eval_every`` steps (NaN in between); sim_time: simulated seconds at the end of the
-    step (slowest rank; NaN without a network model); wall_time: real seconds since the
+    step (slowest rank; NaN without a network model); worker_time: per step, each worker's own
+    simulated clock at the end of its step (under asynchronous rules fast workers finish
+    their steps before a straggler); wall_time: real seconds since the
     start of training; bytes_sent / bytes_recv: per step, one list entry per worker;
     server_bytes_sent / server_bytes_recv: whole-run totals of each parameter server rank;
     samples: training samples used in the step, all workers together; staleness: per step,
     one entry per worker: the updates made to the model between the worker's read of it and
     the application of its gradient (None: dropped), recorded by parameter-server and Hogwild
-    runs (empty otherwise); dropped: per step, the gradients dropped (backup workers).
+    runs (empty otherwise); dropped: per step, the gradients dropped (backup workers);
+    applied: the parameter server's log (its first shard), (worker, worker's step, staleness)
+    for every applied gradient, in the order applied.
     """
 
     steps: list[int] = field(default_factory=list)
@@ -37,6 +42,8 @@ class History:
     samples: list[int] = field(default_factory=list)
     staleness: list[list] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
+    worker_time: list[list[float]] = field(default_factory=list)
+    applied: list[list] = field(default_factory=list)
     config: dict = field(default_factory=dict)
 
     def __len__(self) -> int:

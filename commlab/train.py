@@ -246,7 +246,8 @@ def _merge(results, c: Config) -> History:
     h.loss = [_nanmean([r["loss"][i] for r in results]) for i in range(n)]
     h.test_accuracy = results[0]["acc"]
     h.test_loss = results[0]["test_loss"]
-    h.sim_time = [max(r["sim"][i] for r in results) for i in range(n)]
+    h.worker_time = [[r["sim"][i] for r in results] for i in range(n)]
+    h.sim_time = [max(row) for row in h.worker_time]
     h.wall_time = [max(r["wall"][i] for r in results) for i in range(n)]
     h.bytes_sent = [[r["sent"][i] for r in results] for i in range(n)]
     h.bytes_recv = [[r["recv"][i] for r in results] for i in range(n)]
@@ -256,6 +257,7 @@ def _merge(results, c: Config) -> History:
     if servers:  # shard 0's log: the staleness of each applied push, None for a dropped one
         h.staleness = [[None] * W for _ in range(n)]
         h.dropped = [0] * n
+        h.applied = [list(a) for a in servers[0]["applied"]]
         for w, k, stale in servers[0]["applied"]:
             h.staleness[k - 1][w] = stale
         for w, k in servers[0]["dropped"]:

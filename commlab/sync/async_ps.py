@@ -17,7 +17,11 @@ policy (:mod:`commlab.arch.ps_policy`), so the worker code is the same and the s
 
 Each gradient is applied with the full learning rate (not divided by W): one pass of W
 asynchronous pushes moves x as far as W BSP steps would. The History records the staleness
-of every applied gradient and the gradients dropped.
+of every applied gradient, the gradients dropped, the server's log (``applied``) and every
+worker's own clock (``worker_time``). Every worker runs the same number of steps, so with a
+persistent straggler the fast workers finish first and the straggler's last steps run alone
+(under backup workers those are then applied, W - b no longer being reachable); ``sim_time``,
+the last worker's clock, includes that tail, ``worker_time`` shows each worker's progress.
 """
 from __future__ import annotations
 
