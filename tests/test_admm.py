@@ -172,3 +172,10 @@ def test_gloo_two_workers():
     assert (sync.z - threads.z).abs().max() < 1e-12  # synchronous: the order of arrivals does not matter
     asyn = consensus_admm(X, Y, workers=2, rho=RHO, lam=LAM, partial=1, max_delay=2, iterations=30, runtime="gloo")
     assert asyn.max_delay <= 2 and _rel(asyn) < 1e-3
+
+
+def test_objective_takes_either_label_convention():
+    X = torch.randn(30, 3, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    y01 = (X[:, 0] > 0).double()
+    w = torch.tensor([0.5, -1.0, 0.25], dtype=torch.float64)
+    assert admm.logistic_objective(X, y01, 0.1, w) == admm.logistic_objective(X, 2 * y01 - 1, 0.1, w)

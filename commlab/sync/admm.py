@@ -78,7 +78,9 @@ class AdmmHistory:
 
 
 def logistic_objective(X: torch.Tensor, y: torch.Tensor, lam: float, w: torch.Tensor) -> float:
-    """(1/n) sum_j log(1 + exp(-y_j x_j^T w)) + (lam/2) ||w||^2, with y in {-1, 1}."""
+    """(1/n) sum_j log(1 + exp(-y_j x_j^T w)) + (lam/2) ||w||^2 (labels in {0, 1} or {-1, 1})."""
+    X, y = _check_data(X, y)
+    w = torch.as_tensor(w, dtype=torch.float64)
     return float(F.softplus(-y * (X @ w)).mean() + 0.5 * lam * w.dot(w))
 
 
