@@ -29,6 +29,7 @@ from . import schedule as schedule_pkg
 from . import sync as sync_pkg
 from .arch.ps import ParameterServer, trainable
 from .arch.ps_codec import PSCodec, check_ps_compression
+from .arch.ps_policy import check_shards, get_policy
 from .flat import flatten
 from .history import History
 from .net.clock import as_network
@@ -121,6 +122,8 @@ class Trainer:
                 raise ValueError(f"sync={c.sync!r} runs over a parameter server: use arch='ps' or "
                                  f"'ps(shards=S)', got arch={c.arch!r}")
             c.arch, arch = "ps", arch_pkg.get("ps")  # the default architecture becomes a single server
+        if isinstance(arch, ParameterServer) and hasattr(sync, "ps_policy"):
+            check_shards(get_policy(sync.ps_policy()), arch.shards)
         if isinstance(arch, ParameterServer) and not hasattr(sync, "ps_policy"):
             raise ValueError(f"sync={c.sync!r} does not run over a parameter server; use an all-reduce arch "
                              f"({', '.join(n for n in arch_pkg.ARCHITECTURES.names() if n != 'ps')})")

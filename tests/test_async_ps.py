@@ -158,3 +158,15 @@ def test_gloo_runs_the_same_code(sync):
     h = Trainer(model="mlp", data="digits", workers=4, sync=sync, runtime="gloo", progress=False,
                 eval_every=6).fit(steps=6)
     assert len(h.loss) == 6 and h.final_accuracy > 0.1 and len(h.staleness) == 6
+
+
+@pytest.mark.parametrize("sync", ["asp", "ssp(staleness=2)", "backup(backups=1)"])
+def test_arrival_order_policies_refuse_several_shards(sync):
+    with pytest.raises(ValueError, match="runs on a single server shard; got shards=2"):
+        Trainer(sync=sync, arch="ps(shards=2)")
+
+
+def test_round_robin_runs_on_several_shards():
+    h = Trainer(model="mlp", data="digits", workers=4, sync="round_robin", arch="ps(shards=2)", net="10GbE",
+                progress=False, eval_every=1000).fit(steps=6)
+    assert [w for w, _, _ in h.applied] == [0, 1, 2, 3] * 6

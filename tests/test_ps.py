@@ -205,8 +205,8 @@ class _TakeAnyApplyEach(Policy):
 def _async(comm, workers, pushes):
     params = torch.zeros(12)
     if comm.rank >= workers:
-        return run_server(comm, params, workers, 2, lr=0.5, policy=_TakeAnyApplyEach())
-    client = PSClient(comm, params, workers, 2, lr=0.5)
+        return run_server(comm, params, workers, 1, lr=0.5, policy=_TakeAnyApplyEach())
+    client = PSClient(comm, params, workers, 1, lr=0.5, policy=_TakeAnyApplyEach())
     for _ in range(pushes[comm.rank]):
         client.push(torch.full((12,), float(comm.rank + 1)))
         x = client.pull()
@@ -216,12 +216,18 @@ def _async(comm, workers, pushes):
 
 def test_server_loop_runs_an_asynchronous_policy():
     pushes = [3, 5, 1]
-    out = launch(_async, 5, args=(3, pushes))
+    out = launch(_async, 4, args=(3, pushes))
     for server in out[3:]:
         assert server["updates"] == sum(pushes) and server["clocks"] == pushes
     final = torch.cat([s["params"] for s in out[3:]])
     want = -0.5 * sum(n * (w + 1) for w, n in enumerate(pushes))  # every gradient applied alone
     torch.testing.assert_close(final, torch.full((12,), want))
+
+
+def test_arrival_order_policies_need_one_shard():
+    with pytest.raises(RankError, match="single server shard; got shards=2"):
+        launch(lambda comm: (PSClient if comm.rank == 0 else run_server)(comm, torch.zeros(4), 1, 2, lr=0.1,
+                                                                         policy=_TakeAnyApplyEach()), 3)
 
 
 def test_shard_server_answers_only_after_applying():

@@ -54,7 +54,7 @@ from ..flat import flatten, grads, unflatten_into
 from ..net import cost
 from .ps_codec import PSCodec
 from .ps_layout import Layout, check_count
-from .ps_policy import POLICIES, BSPPolicy, Policy, get_policy  # noqa: F401 - re-exported
+from .ps_policy import POLICIES, BSPPolicy, Policy, check_shards, get_policy  # noqa: F401 - re-exported
 
 PUSH_TAG = 21  # worker -> server: a gradient piece, or an empty goodbye
 PULL_TAG = 22  # server -> worker: the parameter piece answering a push
@@ -153,6 +153,7 @@ def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr:
     if shard is None:
         raise ValueError(f"rank {comm.rank} is not a server rank ({layout.describe()})")
     server = ShardServer(shard, layout, params, lr, momentum, weight_decay, policy, codec)
+    check_shards(server.policy, shards)
     while server.live:
         for work in _serve_one(comm, server):  # the workers answered are waiting: safe to wait
             work.wait()
@@ -188,6 +189,7 @@ class PSClient:
         if comm.rank >= workers:
             raise ValueError(f"rank {comm.rank} is not a worker ({self.layout.describe()})")
         self.sizes = [p.numel() for p in self.layout.pieces(params.detach().reshape(-1))]
+        check_shards(get_policy(policy), shards)
         self.server = None
         if colocated and self.layout.shard_of(comm.rank) is not None:
             self.server = ShardServer(comm.rank, self.layout, params.reshape(-1), lr, momentum, weight_decay, policy)

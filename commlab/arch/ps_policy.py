@@ -141,6 +141,15 @@ POLICIES = {"bsp": BSPPolicy, "asp": ASPPolicy, "ssp": SSPPolicy, "backup": Back
             "round_robin": RoundRobinPolicy}
 
 
+def check_shards(policy: Policy, shards: int) -> None:
+    """A policy that takes pushes in arrival order runs on one shard: with several, each shard
+    would see its own order, decide its own answers, and the shards could wait on each other
+    (shard 0 for a worker that waits for shard 1, and the reverse)."""
+    if shards > 1 and type(policy).next_worker is Policy.next_worker:
+        raise ValueError(f"policy {policy!r} takes pushes in arrival order and runs on a single server shard; "
+                         f"got shards={shards}. Use arch='ps' (one shard), or bsp / round_robin with shards")
+
+
 def get_policy(policy) -> Policy:
     if isinstance(policy, Policy):
         return policy
