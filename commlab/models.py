@@ -17,32 +17,19 @@ Counting only (built on the ``meta`` device by default: shapes, no storage):
   Deep Bidirectional Transformers for Language Understanding" (NAACL 2019), as
   ``transformers.BertForPreTraining`` with random initialisation.
 
-Model intensity ``I = C / D`` (FLOPs per sample over parameters) follows Shi, Tang,
-Chu, Liu, Wang and Li, "A Quantitative Survey of Communication Optimizations in
-Distributed Deep Learning" (IEEE Network 35(3), 2021): a step of data-parallel SGD
-computes ``C * batch`` FLOPs per worker and all-reduces ``D`` gradients, so a low
-intensity means communication is hard to hide behind computation.
+Counting parameters and FLOPs, and model intensity, are in :mod:`commlab.intensity`
+(re-exported here).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
-# Figures from Shi et al. (IEEE Network 2021) as relayed to us: BERT-Large has 336M
-# parameters, i.e. 1.34 GB of fp32 gradients per step, and the intensities are about
-# 470, 249 and 248. We could not find the paper's text to confirm them, nor how it
-# counted C; the order ResNet-50, BERT-Base, BERT-Large is our assumption.
-SURVEY_FIGURES: dict[str, dict[str, float]] = {
-    "resnet50": {"params": 25.6e6, "intensity": 470.0, "gradient_bytes": 4 * 25.6e6},
-    "bert-base": {"params": 110e6, "intensity": 249.0, "gradient_bytes": 4 * 110e6},
-    "bert-large": {"params": 336e6, "intensity": 248.0, "gradient_bytes": 4 * 336e6},
-}
+from .intensity import SURVEY_FIGURES, ModelStats, count_params, flops_per_sample, model_intensity  # noqa: F401
 
 
 # ----------------------------------------------------------------------------- small
@@ -215,111 +202,3 @@ def build(name: str, **kw) -> nn.Module:
     ``build("mlp", in_features=64, num_classes=10)``."""
     _check_name(name)
     return _REGISTRY[name](**kw)
-
-
-def count_params(model: nn.Module) -> int:
-    """Number of parameters (shared/tied tensors counted once); works on ``meta``."""
-    return sum(p.numel() for p in model.parameters())
-
-
-def _floating_tensors(out) -> list[torch.Tensor]:
-    if isinstance(out, torch.Tensor):
-        return [out] if out.is_floating_point() else []
-    if isinstance(out, Mapping):
-        out = list(out.values())
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _floating_tensors(o)]
-    return []
-
-
-def flops_per_sample(model: nn.Module, example_input, backward: bool = True) -> float:
-    """FLOPs of one forward (and backward) pass divided by the batch size.
-
-    ``example_input`` is a batched tensor or a dict of keyword tensors (the batch size is
-    read from the first dimension of the first one). Counting uses
-    ``torch.utils.flop_counter.FlopCounterMode``, which only counts matrix-multiply-like
-    ops (mm, addmm, bmm, convolution, scaled-dot-product attention) at 2 FLOPs per
-    multiply-accumulate; element-wise ops, normalisation, activations, pooling and
-    embedding lookups count as zero. Floating-point inputs are made to require grad, so
-    the backward pass computes both input and weight gradients and costs 2x the forward
-    (the usual "training = 3x forward" convention; a real first layer skips its input
-    gradient, a few percent less). Meta-device models and inputs work. The model is
-    left as it was: the pass runs in eval mode (so BatchNorm running statistics are not
-    updated; the count is the same) and existing ``.grad`` tensors are restored.
-    """
-    def prepare(t):
-        grad = isinstance(t, torch.Tensor) and t.is_floating_point()
-        return t.detach().requires_grad_(True) if grad else t
-
-    named = example_input if isinstance(example_input, Mapping) else {"": example_input}
-    batch = next(iter(named.values())).shape[0]
-    kwargs = {k: prepare(v) for k, v in named.items()}
-    args = (kwargs.pop(""),) if "" in kwargs else ()
-    modes = {m: m.training for m in model.modules()}
-    grads = {p: p.grad for p in model.parameters()}
-    model.eval()
-    model.zero_grad(set_to_none=True)
-    counter = FlopCounterMode(display=False)
-    try:
-        with torch.enable_grad(), counter:
-            out = model(*args, **kwargs)
-            if backward:
-                sum(t.float().sum() for t in _floating_tensors(out)).backward()
-    finally:
-        for m, training in modes.items():
-            m.training = training
-        for p, g in grads.items():
-            p.grad = g
-    return counter.get_total_flops() / batch
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelStats:
-    """Parameters ``D``, training FLOPs per sample ``C``, intensity ``I = C / D``, and
-    the fp32 gradient size all-reduced each step (``4 * D`` bytes)."""
-
-    name: str
-    params: int
-    flops_per_sample: float
-    intensity: float
-    gradient_bytes: int
-    input: str
-
-
-def model_intensity(name: str, seq_len: int = 128) -> ModelStats:
-    """Measure :class:`ModelStats` for a registry model on its standard input.
-
-    Standard inputs: ``mlp`` 64 features -> 10 classes (digits); ``cnn`` 1x8x8 (digits);
-    ``resnet20`` 3x32x32 (CIFAR-10); ``transformer`` 16 tokens from a 16-symbol
-    vocabulary, 4 classes; ``resnet50`` 3x224x224 (ImageNet, 1000 classes);
-    ``bert-*`` ``seq_len`` tokens (default 128, the length of BERT's first pre-training
-    phase, Devlin et al. 2019), with the MLM head applied to every position as
-    ``BertForPreTraining`` does. C is forward + backward in FLOPs (2 per MAC).
-
-    Why our numbers differ from :data:`SURVEY_FIGURES` (we measure ResNet-50 960,
-    BERT-Base 777, BERT-Large 778 against their 470, 249, 248): we count 2 FLOPs per
-    multiply-accumulate over forward + backward. No single convention reproduces all
-    three survey figures: MACs over forward + backward give ResNet-50 480 (close to 470)
-    but BERT 388, while FLOPs of the forward pass alone give BERT 259 (close to 249) but
-    ResNet-50 320, so the survey seems to have taken C from different conventions or
-    sequence lengths per model. BERT's intensity also grows linearly with ``seq_len`` and
-    depends on whether the MLM head runs on every token or only the ~15% masked ones.
-    """
-    _check_name(name)
-    if name == "mlp":
-        model, x, desc = mlp(64, 10), torch.zeros(1, 64), "64 features"
-    elif name == "cnn":
-        model, x, desc = small_cnn(1, 10), torch.zeros(1, 1, 8, 8), "1x8x8 image"
-    elif name == "resnet20":
-        model, x, desc = resnet20(10), torch.zeros(1, 3, 32, 32), "3x32x32 image"
-    elif name == "transformer":
-        model, x, desc = tiny_transformer(16, 4), torch.zeros(1, 16, dtype=torch.long), "16 tokens"
-    elif name == "resnet50":
-        model, x, desc = resnet50(), torch.zeros(1, 3, 224, 224, device="meta"), "3x224x224 image"
-    else:
-        model = build(name)
-        x = {"input_ids": torch.zeros(1, seq_len, dtype=torch.long, device="meta")}
-        desc = f"{seq_len} tokens"
-    d = count_params(model)
-    c = flops_per_sample(model, x, backward=True)
-    return ModelStats(name, d, c, c / d, 4 * d, desc)

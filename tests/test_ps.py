@@ -245,10 +245,10 @@ def test_shard_server_answers_only_after_applying():
 
 
 # ----- shutdown, failures, errors ------------------------------------------------------------
-def _crash(comm, runtime_workers):
-    if comm.rank >= runtime_workers:
-        return run_server(comm, torch.zeros(10), runtime_workers, 2, lr=0.1)
-    client = PSClient(comm, torch.zeros(10), runtime_workers, 2, lr=0.1)
+def _crash(comm, workers, shards, policy):
+    if comm.rank >= workers:
+        return run_server(comm, torch.zeros(10), workers, shards, lr=0.1, policy=policy)
+    client = PSClient(comm, torch.zeros(10), workers, shards, lr=0.1, policy=policy)
     for step in range(3):
         if comm.rank == 1 and step == 1:
             raise RuntimeError("worker 1 crashed")
@@ -258,10 +258,11 @@ def _crash(comm, runtime_workers):
 
 
 @pytest.mark.parametrize("runtime", ["threads", "gloo"])
-def test_crashed_worker_fails_the_launch(runtime):
+@pytest.mark.parametrize("policy,shards", [("bsp", 2), ("ssp", 1), ("asp", 1)])
+def test_crashed_worker_fails_the_launch(runtime, policy, shards):
     start = time.monotonic()
     with pytest.raises(RankError, match="worker 1 crashed") as info:
-        launch(_crash, 5, runtime=runtime, args=(3,), timeout=60)
+        launch(_crash, 3 + shards, runtime=runtime, args=(3, shards, policy), timeout=60)
     assert info.value.rank == 1
     assert time.monotonic() - start < 15
 

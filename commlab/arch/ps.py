@@ -148,7 +148,7 @@ def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr:
     its log of applied (worker, step, staleness) and dropped (worker, step) pushes, its final
     piece, its traffic (``comm.stats``) and simulated time."""
     layout = Layout(workers, shards)
-    _check_world(comm, layout)
+    layout.check_world(comm)
     shard = layout.shard_of(comm.rank)
     if shard is None:
         raise ValueError(f"rank {comm.rank} is not a server rank ({layout.describe()})")
@@ -160,12 +160,6 @@ def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr:
     return {"role": "server", "shard": shard, "updates": server.updates, "clocks": list(server.clocks),
             "applied": server.applied, "dropped": server.dropped, "params": server.param.detach().clone(),
             "stats": comm.stats.snapshot(), "sim": comm.now}
-
-
-def _check_world(comm, layout: Layout) -> None:
-    if comm.world_size != layout.world_size:
-        raise ValueError(f"a parameter server with {layout.describe()} needs {layout.world_size} ranks; "
-                         f"this run has {comm.world_size}")
 
 
 # ----- the worker's side -------------------------------------------------------------------
@@ -185,7 +179,7 @@ class PSClient:
         if colocated and (self.codec.push is not None or self.codec.reply is not None):
             raise ValueError("compression over co-located servers is not supported; use colocated=False")
         self.start = self.layout.pieces(params.detach().reshape(-1))
-        _check_world(comm, self.layout)
+        self.layout.check_world(comm)
         if comm.rank >= workers:
             raise ValueError(f"rank {comm.rank} is not a worker ({self.layout.describe()})")
         self.sizes = [p.numel() for p in self.layout.pieces(params.detach().reshape(-1))]

@@ -45,6 +45,11 @@ class Layout:
                              "need a 1-D vector with at least one element per shard")
         return flat.tensor_split(self.shards)
 
+    def check_world(self, comm) -> None:
+        if comm.world_size != self.world_size:
+            raise ValueError(f"a parameter server with {self.describe()} needs {self.world_size} ranks; "
+                             f"this run has {comm.world_size}")
+
     def describe(self) -> str:
         if self.colocated:
             return f"{self.workers} workers on ranks 0..{self.workers - 1}, servers co-located on 0..{self.shards - 1}"
