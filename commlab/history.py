@@ -28,7 +28,9 @@ class History:
     the application of its gradient (None: dropped), recorded by parameter-server and Hogwild
     runs (empty otherwise); dropped: per step, the gradients dropped (backup workers);
     applied: the parameter server's log (its first shard), (worker, worker's step, staleness)
-    for every applied gradient, in the order applied.
+    for every applied gradient, in the order applied; timeline: a scheduled run's messages on
+    rank 0, one dict per message (step, message, layers, bytes, and the simulated ready, start
+    and end seconds; :mod:`commlab.schedule.engine`).
     """
 
     steps: list[int] = field(default_factory=list)
@@ -46,6 +48,7 @@ class History:
     dropped: list[int] = field(default_factory=list)
     worker_time: list[list[float]] = field(default_factory=list)
     applied: list[list] = field(default_factory=list)
+    timeline: list[dict] = field(default_factory=list)
     config: dict = field(default_factory=dict)
 
     def __len__(self) -> int:

@@ -31,7 +31,9 @@ from .config import Config
 from .history import History
 from .intensity import count_params, flops_per_sample
 from .models import build_model
-from .net.clock import as_network
+from .net.clock import DEFAULT_FLOPS, as_network
+from .net.link import get_link
+from .schedule.engine import Engine, ScheduledExchange, flat_ranges
 from .runtime import launch
 from .worker import Worker
 
@@ -49,7 +51,11 @@ class Trainer:
     compress: None or a compressor spec ("qsgd(levels=16)", "topk(0.01)+ef", "powersgd(rank=2)",
     ...), applied layer by layer over an all-reduce architecture, to the pushes over a parameter
     server; reply_compress: the server's replies too (double compression, arch="ps" only).
-    schedule: None for now.
+    schedule: None (every gradient in one message after backward) or a policy of
+    :mod:`commlab.schedule` ("wfbp", "fusion(mb=25, first_mb=1)", "mg_wfbp",
+    "bytescheduler(partition_mb=4, credit_mb=16)", "p3(slice_kb=256)"), sync="bsp" only: its
+    messages go during backward from a communication thread per rank, and the History keeps
+    their timeline.
     net: None, a profile name ("10GbE", ...), a LinkModel or a Network.
     runtime: "threads", "gloo" or "nccl". split: "iid" or "dirichlet" (with dirichlet_alpha).
     """
@@ -68,7 +74,11 @@ class Trainer:
         if sync.needs_server and c.arch == "native":
             c.arch = "ps"  # the default architecture becomes a single server
         arch = arch_pkg.get(c.arch)
-        schedule_pkg.get(c.schedule)
+        schedule = schedule_pkg.get(c.schedule)
+        if schedule is not None and not sync.schedulable:
+            valid = ", ".join(n for n in sync_pkg.SYNCS.names() if sync_pkg.get(n).schedulable)
+            raise ValueError(f"schedule={c.schedule!r} orders the gradient messages of one synchronous step; "
+                             f"sync={c.sync!r} cannot use it; valid with a schedule: sync={valid}")
         sync.check(c)
         compressor = compress_pkg.get(c.compress)
         if compressor is not None and "dgc" in compressor.name and c.momentum:
@@ -82,6 +92,7 @@ class Trainer:
             probe = build_model(c.model, self.dataset, **c.model_kw)
         self.num_params = count_params(probe)
         self.flops_per_sample = flops_per_sample(probe, self.dataset.x_train[:1])
+        self.schedule = None if schedule is None else _plan(schedule, probe, self.dataset, c, arch, self.network)
         self.shards = (data_pkg.split_iid(len(self.dataset.y_train), workers, seed) if c.split == "iid" else
                        data_pkg.split_dirichlet(self.dataset.y_train, workers, c.dirichlet_alpha, seed))
 
@@ -96,8 +107,29 @@ class Trainer:
             torch.manual_seed(c.seed)
             shared = sync.shared_state(lambda: build_model(c.model, self.dataset, **c.model_kw))
         results = launch(_train_rank, world, runtime=c.runtime, net=self.network, timeout=c.timeout,
-                         args=(c, self.dataset, self.shards, self.flops_per_sample, shared, steps))
+                         args=(c, self.dataset, self.shards, self.flops_per_sample, shared, steps, self.schedule))
         return _merge(results, c)
+
+
+class Scheduled:
+    """A run's schedule, fixed before any rank starts: the model's profile, the policy's plan,
+    and the step's messages in send order (the same on every rank)."""
+
+    def __init__(self, profile, plan, messages, ranges):
+        self.profile, self.plan, self.messages, self.ranges = profile, plan, messages, ranges
+
+
+def _plan(schedule, probe, ds, c: Config, arch, network) -> Scheduled:
+    """Profile the model on one mini-batch, plan, and dispatch with the architecture's closed
+    form on the run's link (10GbE when the run has no network model) at its FLOP rate."""
+    flops = network.flops if network is not None and network.flops else DEFAULT_FLOPS
+    link = network.link if network is not None else get_link("10GbE")
+    profile = schedule_pkg.model_profile(probe, ds.x_train[:c.batch_size], flops=flops)
+    comm_time = lambda n: arch.time(n, c.workers, link)  # noqa: E731
+    plan = schedule.plan(profile, comm_time)
+    messages = schedule_pkg.dispatch(plan, profile, comm_time)
+    numels = [p.numel() for p in probe.parameters() if p.requires_grad]
+    return Scheduled(profile, plan, messages, flat_ranges(messages, plan, profile, numels))
 
 
 def _rank_compressor(c: Config, rank: int):
@@ -121,7 +153,7 @@ def _evaluate(model, x, y, device):
     return acc, loss
 
 
-def _train_rank(comm, c: Config, ds, shards, flops, shared, steps):
+def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=None):
     """What one rank does: a parameter server's loop, or a worker's steps."""
     with _BUILD_LOCK:
         torch.manual_seed(c.seed)
@@ -129,7 +161,8 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps):
     model.to(comm.device).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
     sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
-    setup = ExchangeSetup(c.workers, reply=compress_pkg.get(c.reply_compress), policy=sync.server_policy())
+    setup = ExchangeSetup(c.workers, reply=compress_pkg.get(c.reply_compress), policy=sync.server_policy(),
+                          messages=None if scheduled is None else scheduled.ranges)
     if arch.serves(comm.rank, c.workers):  # a server rank decodes with the run's compressor
         setup.compressor = compress_pkg.get(c.compress)
         return {"server": arch.serve(comm, model, optimizer, setup)}
@@ -137,7 +170,11 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps):
     if shared is not None:
         sync.bind(shared)
     shard = shards[comm.rank]
-    worker = Worker(comm, c, model=model, optimizer=optimizer, exchange=arch.exchange(comm, model, optimizer, setup),
+    exchange = arch.exchange(comm, model, optimizer, setup)
+    if scheduled is not None:
+        exchange = ScheduledExchange(exchange, Engine(comm, model, exchange, scheduled.profile, scheduled.plan,
+                                                      scheduled.messages, timeout=c.timeout))
+    worker = Worker(comm, c, model=model, optimizer=optimizer, exchange=exchange,
                     batches=data_pkg.batches(ds.x_train, ds.y_train, shard, c.batch_size, seed=c.seed + comm.rank),
                     shard_size=len(shard), flops_per_sample=flops)
     rec = {k: [] for k in ("loss", "acc", "test_loss", "sim", "wall", "sent", "recv", "staleness", "samples")}
@@ -165,6 +202,7 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps):
     if bar is not None:
         bar.close()
     worker.exchange.close()
+    rec["timeline"] = getattr(getattr(worker.exchange, "engine", None), "timeline", [])
     return rec
 
 
@@ -190,6 +228,7 @@ def _merge(results, c: Config) -> History:
     h.bytes_sent = [[r["sent"][i] for r in results] for i in range(n)]
     h.bytes_recv = [[r["recv"][i] for r in results] for i in range(n)]
     h.samples = [sum(r["samples"][i] for r in results) for i in range(n)]
+    h.timeline = results[0]["timeline"]
     h.server_bytes_sent = [srv["stats"].bytes_sent for srv in servers]
     h.server_bytes_recv = [srv["stats"].bytes_recv for srv in servers]
     if servers:  # shard 0's log: the staleness of each applied push, None for a dropped one

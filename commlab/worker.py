@@ -47,6 +47,8 @@ class Worker:
         NCCL it also really sleeps (factor - 1) times its measured compute."""
         comm = self.comm
         x, y = self.next_batch(batch_size)
+        flops = self.flops_per_sample * len(y)
+        charged = self.exchange.begin(flops)  # a scheduled exchange charges compute layer by layer
         start = time.perf_counter()
         loss = F.cross_entropy(self.model(x.to(comm.device)), y.to(comm.device))
         self.optimizer.zero_grad(set_to_none=False)
@@ -55,5 +57,6 @@ class Worker:
             factor = comm.clock.network.slowdown_of(comm.rank, comm.clock.computes)
             if factor > 1:
                 time.sleep((factor - 1) * (time.perf_counter() - start))
-        comm.compute(flops=self.flops_per_sample * len(y))
+        if not charged:
+            comm.compute(flops=flops)
         return loss.item()

@@ -21,8 +21,9 @@ from ..compress.base import Compressor
 from ..flat import flatten
 from . import collectives
 from .aggregate import own_protocol
-from .exchange import AllReduceExchange, ServerExchange
+from .exchange import AllReduceExchange, ScheduledServerExchange, ServerExchange
 from .ps import PSClient, run_server, trainable
+from .ps_scheduled import ScheduledPSClient, run_scheduled_server
 from .ps_codec import PSCodec
 from .ps_layout import Layout, check_count, ps_colocated, ps_sharded
 from .ps_policy import check_shards, get_policy
@@ -32,12 +33,15 @@ from .ps_policy import check_shards, get_policy
 class ExchangeSetup:
     """What a rank's exchange is built from: ``workers`` (worker ranks), ``compressor`` (this
     rank's, or None), ``reply`` (a parameter server's reply compressor, or None) and
-    ``policy`` (the synchronizer's server policy, or None)."""
+    ``policy`` (the synchronizer's server policy, or None); ``messages``: a schedule's messages
+    of a step, each a list of [start, stop) ranges of the flat parameter vector, in send order
+    (None: unscheduled), which a parameter server needs before its first push."""
 
     workers: int
     compressor: object = None
     reply: object = None
     policy: object = None
+    messages: list | None = None
 
 
 class AllReduce:
@@ -111,6 +115,11 @@ class ParameterServer:
         if self.colocated and (compressor is not None or reply is not None):
             raise ValueError(f"compression over co-located servers is not supported (arch={config.arch!r}); "
                              "use colocated=False")
+        if config.schedule not in (None, "none") and (self.colocated or compressor is not None or reply is not None):
+            raise ValueError(f"schedule={config.schedule!r} runs over a parameter server with extra server ranks "
+                             f"and no compression; got arch={config.arch!r}, compress={config.compress!r}, "
+                             f"reply_compress={config.reply_compress!r} (use an all-reduce arch to schedule "
+                             "compressed gradients)")
         if reply is not None and hasattr(reply, "inner"):
             raise ValueError(f"reply_compress={config.reply_compress!r}: compressed replies carry their error "
                              "feedback already (the server keeps what each worker holds); drop the '+ef'")
@@ -138,10 +147,17 @@ class ParameterServer:
                     momentum=group["momentum"], weight_decay=group["weight_decay"], policy=setup.policy)
 
     def serve(self, comm, model, optimizer, setup: ExchangeSetup) -> dict:
+        if setup.messages is not None:
+            kw = self._sgd(model, optimizer, setup)
+            del kw["policy"]
+            return run_scheduled_server(comm, shards=self.shards, messages=setup.messages, **kw)
         codec = PSCodec(setup.compressor, setup.reply)
         return run_server(comm, shards=self.shards, codec=codec, **self._sgd(model, optimizer, setup))
 
     def exchange(self, comm, model, optimizer, setup: ExchangeSetup) -> ServerExchange:
+        if setup.messages is not None:
+            total = sum(p.numel() for p in trainable(model))
+            return ScheduledServerExchange(ScheduledPSClient(comm, setup.workers, self.shards, setup.messages, total))
         codec = PSCodec(setup.compressor, setup.reply)
         client = PSClient(comm, shards=self.shards, colocated=self.colocated, codec=codec,
                           **self._sgd(model, optimizer, setup))

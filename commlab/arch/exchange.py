@@ -11,17 +11,21 @@ nothing above it needs to know whether a ring, a tree or a parameter server sits
 * ``average(tensors)``: the average over the workers of each tensor (local SGD's models, or
   their compressed changes), returned as new tensors.
 * ``compressor``: what the exchange compresses with (None: nothing), ``close()``: leave.
+* ``message(m, tensors)``: one scheduled message m of a step (:mod:`commlab.schedule.engine`):
+  ``gives`` says whether it returns the averaged gradients of ``tensors`` (all-reduce) or the
+  parameters the server made from them (a parameter server).
 """
 from __future__ import annotations
 
 import torch
 
 from ..flat import flatten, grads, unflatten_into
-from .aggregate import aggregate_all
+from .aggregate import aggregate, aggregate_all, own_protocol
 
 
 class Exchange:
     compressor = None
+    gives = "gradients"  # what message() returns
 
     def step(self, model: torch.nn.Module, optimizer) -> None:
         raise NotImplementedError
@@ -31,6 +35,15 @@ class Exchange:
 
     def close(self) -> None:
         """Leave the exchange (a parameter server's workers say goodbye)."""
+
+    def begin(self, flops: float) -> bool:
+        """Called before a mini-batch's forward with its training FLOPs; True if the exchange
+        charges that compute to the clock itself (a scheduled one does, layer by layer)."""
+        return False
+
+    def message(self, m: int, tensors) -> list[torch.Tensor]:
+        """Scheduled message ``m`` of a step with these gradient tensors (see the module doc)."""
+        raise ValueError(f"{type(self).__name__} cannot send scheduled messages; use schedule=None")
 
 
 class AllReduceExchange(Exchange):
@@ -58,6 +71,24 @@ class AllReduceExchange(Exchange):
         return aggregate_all(self.comm, self.compressor, tensors, range(len(tensors)), self.algorithm.name,
                              **self.algorithm.kw)
 
+    def message(self, m: int, tensors) -> list[torch.Tensor]:
+        """The average of one message's gradient tensors: one all-reduce of their concatenation
+        (a bucket), or with a compressor the bucket compressed as one tensor, keyed by the message
+        (error feedback per bucket); a compressor with its own protocol (PowerSGD's matrices) gets
+        the tensors in their shapes."""
+        tensors = list(tensors)
+        if own_protocol(self.compressor):
+            return aggregate_all(self.comm, self.compressor, tensors, [(m, i) for i in range(len(tensors))],
+                                 self.algorithm.name, **self.algorithm.kw)
+        flat = flatten(tensors)
+        if self.compressor is None:
+            self.algorithm.allreduce(self.comm, flat, op="avg")
+        else:
+            flat = aggregate(self.comm, self.compressor, flat, ("bucket", m), self.algorithm.name, **self.algorithm.kw)
+        out = [torch.empty_like(t) for t in tensors]
+        unflatten_into(flat, out)
+        return out
+
     def __repr__(self) -> str:
         return f"AllReduceExchange({self.algorithm!r}, compressor={self.compressor!r})"
 
@@ -82,3 +113,25 @@ class ServerExchange(Exchange):
 
     def __repr__(self) -> str:
         return f"ServerExchange(compressor={self.compressor!r})"
+
+
+class ScheduledServerExchange(Exchange):
+    """A worker's side of a scheduled parameter server (:mod:`commlab.arch.ps_scheduled`):
+    ``message(m, tensors)`` pushes one message's gradients and returns the new parameters."""
+
+    gives = "parameters"
+
+    def __init__(self, client):
+        self.client = client
+
+    def message(self, m: int, tensors) -> list[torch.Tensor]:
+        tensors = list(tensors)
+        out = [torch.empty_like(t) for t in tensors]
+        unflatten_into(self.client.exchange(m, flatten(tensors)), out)
+        return out
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return "ScheduledServerExchange()"

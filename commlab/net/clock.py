@@ -139,6 +139,16 @@ class Clock:
         self.now += seconds * self.network.slowdown_of(self.rank, self.computes)
         self.computes += 1
 
+    def charge(self, seconds: float) -> float:
+        """The seconds ``seconds`` of compute really take on this rank (its slowdown), counted as
+        a compute call, without advancing ``now``: for a caller that places the work on a
+        stream of its own (a scheduled step: :mod:`commlab.schedule.engine`)."""
+        if seconds < 0:
+            raise ValueError(f"compute time must be >= 0, got {seconds!r}")
+        seconds *= self.network.slowdown_of(self.rank, self.computes)
+        self.computes += 1
+        return seconds
+
     def send(self, dst: int, nbytes: int) -> float:
         self._measure()
         depart = max(self.now, self.out_free)

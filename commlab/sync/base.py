@@ -13,6 +13,8 @@ What a rule tells the Trainer before any rank starts:
   if it does not run over a server; ``needs_server``: it only runs over one (ASP, SSP, ...),
   so ``arch="native"`` becomes ``"ps"``;
 * ``check(config)``: refuse options the rule cannot honour, with the reason;
+* ``schedulable``: it averages one step's gradients in one exchange.step, which a schedule
+  (:mod:`commlab.schedule`) may cut into messages overlapped with backward (BSP);
 * ``shared_state(build)`` / ``bind(state)``: state shared by all ranks of one process
   (Hogwild's parameter vector, from ``build()``, the run's initial model), built once before
   launch; None for message-passing rules.
@@ -23,6 +25,7 @@ from __future__ import annotations
 class Synchronizer:
     name = "sync"
     needs_server = False
+    schedulable = False  # a schedule orders one step's gradient messages: BSP's step only
 
     def round(self, worker) -> dict:
         raise NotImplementedError

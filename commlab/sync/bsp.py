@@ -18,6 +18,7 @@ from .base import Synchronizer
 
 class BSP(Synchronizer):
     name = "bsp"
+    schedulable = True
 
     def round(self, worker) -> dict:
         """One step: a mini-batch gradient on every worker, averaged, applied."""
