@@ -29,8 +29,8 @@ class History:
     runs (empty otherwise); dropped: per step, the gradients dropped (backup workers);
     applied: the parameter server's log (its first shard), (worker, worker's step, staleness)
     for every applied gradient, in the order applied; timeline: a scheduled run's messages on
-    rank 0, one dict per message (step, message, layers, bytes, and the simulated ready, start
-    and end seconds; :mod:`commlab.schedule.engine`).
+    rank 0, one dict per message (step, message, layers, bytes, the simulated ready, start and
+    end seconds, and the wall seconds since the step began; :mod:`commlab.schedule.engine`).
     """
 
     steps: list[int] = field(default_factory=list)

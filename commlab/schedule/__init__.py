@@ -12,9 +12,10 @@ from ..spec import Registry
 from .dispatch import Message, dispatch, iteration
 from .policies import MB, POLICIES, Piece, Plan, Schedule, baseline
 from .profile import Profile, model_profile
+from .search import Search
 
 SCHEDULES = Registry("schedule")
-for _cls in POLICIES:
+for _cls in (*POLICIES, Search):
     SCHEDULES.register(_cls.name, _cls)
 
 

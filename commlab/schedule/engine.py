@@ -19,11 +19,13 @@ FLOP shares of the step's compute; the communication stream is the rank's clock 
 thread runs, a message starting at ``max(stream free, T0 + ready(m))`` with T0 the start of
 backward. The step ends at ``max(last message, end of backward)``; the next forward starts at
 once, or for a plan with ``forward_waits`` layer by layer as parameters arrive
-(:func:`~commlab.schedule.dispatch.next_forward`). Each message is logged
-(``timeline``: step, message, layers, bytes, ready, start, end).
+(:func:`~commlab.schedule.dispatch.next_forward`). Each message is logged (``timeline``: step,
+message, layers, bytes; ready, start and end on the simulated clock, NaN without one; and
+wall_start, wall_end: real seconds since the step's forward began, where overlap shows on Gloo).
 """
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -104,6 +106,7 @@ class Engine:
             else:
                 clock.now = max(clock.now, next_forward(_Times(t_f), self.backward_end, self.arrive,
                                                         self.plan.forward_waits))
+        self.wall_begin = time.perf_counter()
         self.jobs.put((self.step_no, None if clock is None else clock.now, t_b))
 
     def finish(self) -> None:
@@ -163,7 +166,7 @@ class Engine:
             for l in m.layers:
                 self._wait(l, step, deadline)
             tensors = [self.params[pos].grad.view(-1)[a:b] for pos, a, b in segs]
-            begun = None
+            begun, wall = math.nan, time.perf_counter()
             if clock is not None:
                 clock.now = max(clock.now, max(ready_at[l] for l in m.layers))
                 begun = clock.now
@@ -174,9 +177,11 @@ class Engine:
                         t.copy_(o)
             else:
                 params_out.append(out)
-            if clock is not None:
-                self.timeline.append({"step": step, "message": k, "layers": list(m.layers), "bytes": m.nbytes,
-                                      "ready": max(ready_at[l] for l in m.layers), "start": begun, "end": clock.now})
+            self.timeline.append({
+                "step": step, "message": k, "layers": list(m.layers), "bytes": m.nbytes,
+                "ready": math.nan if clock is None else max(ready_at[l] for l in m.layers), "start": begun,
+                "end": math.nan if clock is None else clock.now,
+                "wall_start": wall - self.wall_begin, "wall_end": time.perf_counter() - self.wall_begin})
         return params_out
 
 

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .dispatch import fifo
+
 MB = 1_000_000
 
 
@@ -139,8 +141,6 @@ class MGWFBP(Schedule):
     name = "mg_wfbp"
 
     def plan(self, profile, comm_time) -> Plan:
-        from .dispatch import fifo  # the recurrence the merge rule reads its start times from
-
         if comm_time is None:
             raise ValueError("mg_wfbp needs comm_time(nbytes): its merges depend on the network")
         a = comm_time(0)

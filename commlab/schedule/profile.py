@@ -122,21 +122,29 @@ def layer_flops(model: torch.nn.Module, example_input) -> tuple[list[str], list[
         raise ValueError("the model has no module that owns trainable parameters")
     flops[order[-1]] += counter.get_total_flops() - mark[0]  # work after the last layer
     modules = dict(owners)
+    members, unused = {n: [n] for n in order}, []
+    for n, _ in owners:  # a module whose forward never runs but whose parameters its parent uses
+        if n not in flops:  # (MultiheadAttention's out_proj) belongs to its nearest ancestor that ran
+            up = n
+            while up and up not in flops:
+                up = up.rpartition(".")[0]
+            (members[up].append(n) if up in flops else unused.append(n))
+    if unused:
+        raise ValueError(f"layers {unused} own parameters but never run in forward; a schedule needs every "
+                         "gradient to come from backward")
     params, seen = [], set()  # a tied parameter belongs to its first user: backward finishes it last
     for n in order:
-        params.append([position[id(p)] for p in modules[n].parameters(recurse=False)
-                       if p.requires_grad and id(p) not in seen])
-        seen.update(id(p) for p in modules[n].parameters(recurse=False))
+        params.append([])
+        for p in (p for member in members[n] for p in modules[member].parameters(recurse=False)):
+            if p.requires_grad and id(p) not in seen:
+                params[-1].append(position[id(p)])
+            seen.add(id(p))
     work = [flops[n] for n in order]
     for i in reversed(range(len(order))):  # a layer left with no parameters (all tied) is folded forward
         if not params[i] and len(order) > 1:
             j = i + 1 if i + 1 < len(order) else i - 1
             work[j] += work[i]
             del order[i], params[i], work[i]
-    unused = [n for n, _ in owners if n not in flops]
-    if unused:
-        raise ValueError(f"layers {unused} own parameters but never run in forward; a schedule needs every "
-                         "gradient to come from backward")
     return order, work, params
 
 
