@@ -1,0 +1,28 @@
+"""A discrete-event simulator of whole data-parallel iterations on GPU clusters.
+
+The simulated executor of DESIGN.md's "one policy, two executors": it replays the schedule
+policies of :mod:`commlab.schedule` (WFBP, fusion, MG-WFBP, ByteScheduler, P3) on per-layer
+profiles and a cluster of nodes, GPUs and links, at thousands of GPUs::
+
+    from commlab import sim
+    c = sim.Cluster(nodes=8, gpus_per_node=4, intra="PCIe3-mgwfbp", inter="100GbIB-survey")
+    it = sim.iteration("resnet50", c, method="mg_wfbp")       # or arch="ps", schedule="wfbp"
+    it.time, it.throughput, it.speedup, it.timeline
+
+Modules, one idea each: :mod:`.links` (links calibrated from the literature),
+:mod:`.devices` (profiles from FLOPs, scaled to a device's single-GPU throughput),
+:mod:`.cluster` (nodes and links, and which collective model and why),
+:mod:`.collectives` (closed forms), :mod:`.events` (the message-level event loop),
+:mod:`.programs` (every point-to-point message of a collective), :mod:`.iteration`.
+"""
+from __future__ import annotations
+
+from ..schedule.profile import Profile
+from .cluster import Cluster
+from .collectives import comm_time
+from .devices import BUILTINS, DEVICES, PROFILES, Device, builtin, get_device, profile
+from .iteration import LEVELS, METHODS, Iteration, iteration
+from .links import LINKS, SOURCES, link
+
+__all__ = ["Profile", "profile", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
+           "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS"]

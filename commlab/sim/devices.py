@@ -1,0 +1,141 @@
+"""Per-layer profiles of models on named devices, calibrated on single-GPU throughput only.
+
+A profile's **shape** (how the time of one step splits over layers, forward and backward) comes
+from FLOPs: :func:`commlab.schedule.profile.model_profile` counts each layer's forward FLOPs on
+the meta device and charges backward twice that. Its **scale** comes from the device:
+
+* a calibration, ``{model name: (batch, samples per second on one GPU)}``: forward + backward of
+  one step take ``batch / throughput`` seconds (:meth:`Profile.scaled`). The built-ins are the
+  single-GPU throughputs of the quantitative survey (Shi et al., IEEE Network 2021; the table in
+  HKBU-HPML/ddl-benchmarks, results/2020-05-29) on an Nvidia RTX 2080 Ti: ResNet-50 at batch 64,
+  253.1 samples/s; BERT-Base at batch 64 and 64 tokens, 212.8; BERT-Large at batch 8 and 64
+  tokens, 49. Nothing multi-GPU enters: what the simulator predicts for 4 to 32 GPUs can then
+  be held against what the survey measured.
+* otherwise a sustained FLOP rate: seconds = FLOPs / ``flops``. For the RTX 2080 Ti we take
+  6.5 TFLOP/s, about half its 13.4 TFLOP/s FP32 peak: the rate our FLOP count (matrix products
+  only, see :func:`commlab.intensity.flops_per_sample`) gives for its calibrated runs
+  (ResNet-50 6.2, BERT-Base 9.0, BERT-Large 6.4 TFLOP/s).
+
+:func:`builtin` builds and caches the survey's three profiles (building a meta model takes a
+second or two, so nothing is built at import); :data:`PROFILES` reads them lazily by name.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import torch
+
+from ..schedule.profile import Profile, model_profile
+
+SEQ_LEN = 64  # the survey's BERT sentence length
+
+
+@dataclass(frozen=True)
+class Device:
+    """A GPU: a sustained FLOP rate and, per model name, a measured (batch, samples/s)."""
+
+    name: str
+    flops: float
+    calibration: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not (isinstance(self.flops, (int, float)) and self.flops > 0):
+            raise ValueError(f"Device {self.name!r}: flops must be a FLOP/s rate > 0, got {self.flops!r}")
+
+    def seconds(self, name, batch: int):
+        """Measured seconds of one step of model ``name`` at ``batch``, or None."""
+        cal = self.calibration.get(name)
+        return None if cal is None or cal[0] != batch else batch / cal[1]
+
+
+DEVICES: dict[str, Device] = {
+    "rtx2080ti": Device("rtx2080ti", 6.5e12, {"resnet50": (64, 253.1), "bert-base": (64, 212.8),
+                                              "bert-large": (8, 49.0)}),
+}
+BUILTINS = ("resnet50", "bert-base", "bert-large")
+
+
+def get_device(spec) -> Device:
+    """A Device from itself, a name of :data:`DEVICES`, or a FLOP/s rate."""
+    if isinstance(spec, Device):
+        return spec
+    if isinstance(spec, str) and spec.lower().replace(" ", "").replace("-", "") in DEVICES:
+        return DEVICES[spec.lower().replace(" ", "").replace("-", "")]
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool) and spec > 0:
+        return Device(f"{spec:.3g} FLOP/s", float(spec))
+    raise ValueError(f"unknown device {spec!r}; valid: {', '.join(DEVICES)}, a Device(name, flops, calibration) "
+                     "or a FLOP/s rate > 0")
+
+
+def _standard_input(name: str, batch: int, seq_len: int):
+    from ..models import MODELS
+
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(MODELS)} (or an nn.Module "
+                         "with example_input=)")
+    model, x, _ = MODELS[name].standard(seq_len)
+    grow = lambda t: torch.zeros((batch, *t.shape[1:]), dtype=t.dtype, device=t.device)  # noqa: E731
+    return model, ({k: grow(v) for k, v in x.items()} if isinstance(x, Mapping) else grow(x))
+
+
+def profile(model, batch: int | None = None, device="rtx2080ti", seq_len: int = SEQ_LEN,
+            example_input=None) -> Profile:
+    """The per-layer :class:`Profile` of one worker's step on ``device``.
+
+    model: a name of :data:`commlab.models.MODELS` (its standard input, ``seq_len`` tokens for
+    BERT, grown to ``batch`` samples; ``batch`` defaults to the device's calibrated batch), or an
+    ``nn.Module`` with ``example_input`` (a batched tensor or dict; build it on ``meta`` to
+    count without memory). device: see :func:`get_device`."""
+    dev = get_device(device)
+    if isinstance(model, str):
+        if batch is None:
+            batch = dev.calibration.get(model, (None,))[0]
+            if batch is None:
+                raise ValueError(f"{dev.name} has no calibrated batch for {model!r}: give batch=")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ValueError(f"batch must be an integer >= 1, got {batch!r}")
+        name = model
+        model, example_input = _standard_input(model, batch, seq_len)
+    elif isinstance(model, torch.nn.Module):
+        if example_input is None:
+            raise ValueError("an nn.Module needs example_input= (a batched tensor or dict of tensors)")
+        name = None
+    else:
+        raise ValueError(f"model must be a model name or an nn.Module, got {model!r}")
+    prof = model_profile(model, example_input, flops=dev.flops)
+    if batch is not None and prof.batch != batch:
+        raise ValueError(f"batch={batch} but example_input holds {prof.batch} samples")
+    seconds = dev.seconds(name, prof.batch) if name is not None else None
+    return prof if seconds is None else prof.scaled(seconds)
+
+
+@functools.lru_cache(maxsize=None)
+def builtin(name: str) -> Profile:
+    """The survey's profiles on the RTX 2080 Ti (cached): "resnet50" (batch 64), "bert-base"
+    (batch 64, 64 tokens), "bert-large" (batch 8, 64 tokens)."""
+    if name not in BUILTINS:
+        raise ValueError(f"unknown built-in profile {name!r}; valid: {', '.join(BUILTINS)}")
+    return profile(name, device="rtx2080ti")
+
+
+class _Profiles(Mapping):
+    """The built-in profiles by name, each built on first use."""
+
+    def __getitem__(self, name: str) -> Profile:
+        if name not in BUILTINS:
+            raise KeyError(name)
+        return builtin(name)
+
+    def __iter__(self):
+        return iter(BUILTINS)
+
+    def __len__(self) -> int:
+        return len(BUILTINS)
+
+    def __repr__(self) -> str:
+        return f"PROFILES({', '.join(BUILTINS)}; built on first use)"
+
+
+PROFILES = _Profiles()

@@ -1,0 +1,157 @@
+"""One data-parallel iteration on a cluster: a schedule's policy, its messages, their times.
+
+``iteration(profile, cluster, arch, schedule)`` runs the same policy objects the real executor
+runs (:mod:`commlab.schedule`): the policy plans with ``comm_time(nbytes)``, the collective's
+closed form on the cluster (:mod:`commlab.sim.collectives`); :func:`commlab.schedule.dispatch.dispatch`
+lists the messages of one worker's communication stream; the iteration is in steady state
+(:func:`commlab.schedule.dispatch.iteration`): from the start of backward to the end of the next
+forward, which starts at once, layer by layer as parameters arrive, for a plan with
+``forward_waits`` (ByteScheduler, P3), or after the last message otherwise.
+
+Two levels of detail:
+
+* ``level="closed"``: each message lasts its closed form. On a flat cluster (one GPU per node)
+  with WFBP this is the recurrence of Shi, Chu, Li (MG-WFBP, 2019):
+  tau_c(L) = tau_b(L) + t_b(L), tau_c(l) = max(tau_c(l+1) + t_c(l+1), tau_b(l) + t_b(l)),
+  t_iter = sum t_f + tau_c(1) + t_c(1). Its cost does not grow with the number of GPUs.
+* ``level="message"``: the same messages, each expanded into every point-to-point message of
+  its collective on every GPU, NIC and server (:mod:`commlab.sim.programs`) and timed by the
+  event loop (:mod:`commlab.sim.events`), with each rank running its collectives one after
+  another. The messages' composition is the dispatcher's (under the closed form); their times
+  are the loop's. It equals the closed form on a flat ring and shows queues the closed form
+  averages away (a busy server, a NIC shared by a ring's hops).
+
+``method=`` names the seven configurations of the quantitative survey (Shi et al., IEEE Network
+2021): BSP (no overlap: every gradient in one message after backward), WFBP (one message per
+layer as it is ready), MG-WFBP, ByteScheduler (4 MB partitions by priority under a 16 MB
+credit), each on all-to-all (a2a: all-reduce) or a BytePS parameter server with one server per
+worker node (ps).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time as _time
+from dataclasses import dataclass
+
+from .. import schedule as _schedule
+from ..schedule.dispatch import arrivals, dispatch, iteration as _steady, next_forward
+from ..schedule.policies import baseline
+from ..schedule.profile import Profile
+from . import collectives, programs
+from .cluster import Cluster
+from .devices import builtin
+
+METHODS = {
+    "bsp_ps": ("ps", None), "bsp_a2a": ("allreduce", None),
+    "wfbp_ps": ("ps", "wfbp"), "wfbp_a2a": ("allreduce", "wfbp"), "mg_wfbp": ("allreduce", "mg_wfbp"),
+    "bytescheduler_ps": ("ps", "bytescheduler"), "bytescheduler_a2a": ("allreduce", "bytescheduler"),
+}
+LEVELS = ("closed", "message")
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """The result of :func:`iteration`: ``time`` (s per iteration, steady state), the plan and
+    its messages (seconds from the start of backward), and counts of what was simulated."""
+
+    time: float
+    profile: Profile
+    cluster: Cluster
+    arch: str
+    plan: object
+    messages: tuple
+    level: str
+    events: int  # closed: messages timed; message: events the loop handled
+    p2p: int  # point-to-point messages simulated (message level), else 0
+    wall: float  # seconds the simulation took
+
+    @property
+    def workers(self) -> int:
+        return self.cluster.gpus
+
+    @property
+    def throughput(self) -> float:
+        """Samples per second over all workers."""
+        return self.workers * self.profile.batch / self.time
+
+    @property
+    def single(self) -> float:
+        """Seconds of one step on one GPU: forward + backward, nothing to communicate."""
+        return sum(self.profile.forward_s) + sum(self.profile.backward_s)
+
+    @property
+    def speedup(self) -> float:
+        """Throughput over one GPU's."""
+        return self.workers * self.single / self.time
+
+    @property
+    def timeline(self):
+        """One steady-state period as a DataFrame, seconds from the start of backward: the
+        backward of every layer, every message, then the next forward of every layer.
+        Columns: stream (compute, comm), kind, name, layers, bytes, ready, start, end."""
+        import pandas as pd
+
+        prof, rows = self.profile, []
+        ready = prof.ready()
+        for l in reversed(range(prof.layers)):
+            rows.append(("compute", "backward", prof.names[l], (l,), 0, ready[l] - prof.backward_s[l],
+                         ready[l] - prof.backward_s[l], ready[l]))
+        kind = "push-pull" if self.arch == "ps" else "allreduce"
+        for m in self.messages:
+            rows.append(("comm", kind, f"{len(m.layers)} layer(s)", m.layers, m.nbytes, m.ready, m.start, m.end))
+        arrive = arrivals(self.messages, prof.layers)
+        t = sum(prof.backward_s) if self.plan.forward_waits else max([sum(prof.backward_s), *arrive])
+        for l in range(prof.layers):
+            start = max(t, arrive[l]) if self.plan.forward_waits else t
+            t = start + prof.forward_s[l]
+            rows.append(("compute", "forward", prof.names[l], (l,), 0, start, start, t))
+        return pd.DataFrame(rows, columns=["stream", "kind", "name", "layers", "bytes", "ready", "start", "end"])
+
+    def __repr__(self) -> str:
+        return (f"Iteration({self.plan.name} {self.arch} on {self.cluster}: {self.time * 1e3:.4g} ms, "
+                f"{self.throughput:.5g} samples/s, speedup {self.speedup:.3g}, {len(self.messages)} messages)")
+
+
+def _choose(method, arch, schedule):
+    if method is None:
+        return arch or "allreduce", schedule
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
+    if arch is not None or schedule is not None:
+        raise ValueError(f"method={method!r} sets arch and schedule; give method= alone, or arch= and schedule=")
+    return METHODS[method]
+
+
+def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None, servers: int | None = None,
+              method: str | None = None, level: str = "closed") -> Iteration:
+    """Simulate one steady-state iteration.
+
+    profile: a :class:`Profile` or a built-in name ("resnet50", "bert-base", "bert-large");
+    cluster: a :class:`Cluster`; arch: "allreduce" (default) or "ps"; schedule: a spec ("wfbp",
+    "mg_wfbp", "fusion(mb=25)", "bytescheduler", "p3"), a Schedule, or None (one message after
+    backward); servers: server machines for "ps" (default: one per worker node); method: one of
+    :data:`METHODS` instead of arch and schedule; level: "closed" or "message"."""
+    began = _time.perf_counter()
+    if isinstance(profile, str):
+        profile = builtin(profile)
+    if not isinstance(profile, Profile):
+        raise ValueError(f"profile must be a Profile or a built-in name, got {profile!r}")
+    if not isinstance(cluster, Cluster):
+        raise ValueError(f"cluster must be a sim.Cluster(nodes, gpus_per_node, ...), got {cluster!r}")
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; valid: {', '.join(LEVELS)}")
+    arch, spec = _choose(method, arch, schedule)
+    comm_time = collectives.comm_time(cluster, arch, servers)
+    policy = _schedule.get(spec)
+    plan = baseline(profile) if policy is None else policy.plan(profile, comm_time)
+    if level == "closed":
+        t, messages = _steady(plan, profile, comm_time)
+        return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
+                         _time.perf_counter() - began)
+    listed = dispatch(plan, profile, comm_time)
+    servers = collectives.servers_for(cluster, servers) if arch == "ps" else 0
+    times, p2p, events = programs.simulate(cluster, [m.nbytes for m in listed], [m.ready for m in listed],
+                                           arch, servers)
+    messages = tuple(dataclasses.replace(m, start=s, end=e) for m, (s, e) in zip(listed, times))
+    t = next_forward(profile, sum(profile.backward_s), arrivals(messages, profile.layers), plan.forward_waits)
+    return Iteration(t, profile, cluster, arch, plan, messages, level, events, p2p, _time.perf_counter() - began)

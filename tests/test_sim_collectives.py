@@ -1,0 +1,70 @@
+"""sim.collectives: the closed forms on a cluster, against formulas written out here."""
+import pytest
+
+from commlab.net.link import LinkModel
+from commlab.sim import Cluster, comm_time
+from commlab.sim import collectives as col
+
+INTRA = LinkModel(7e-6, 1 / 7e9, "intra")
+INTER = LinkModel(30e-6, 1 / 1.25e9, "inter")
+N_BYTES = [0, 4, 1e6, 1.34e9]
+
+
+def T(link, m):
+    return link.alpha + m * link.beta
+
+
+@pytest.mark.parametrize("p", [2, 3, 16, 1024])
+@pytest.mark.parametrize("n", N_BYTES)
+def test_flat_ring(p, n):
+    c = Cluster.flat(p, INTER)
+    expected = 2 * (p - 1) * INTER.alpha + 2 * (p - 1) / p * n * INTER.beta
+    assert col.allreduce(n, c) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("nodes,g", [(1, 4), (2, 4), (8, 4), (3, 2)])
+@pytest.mark.parametrize("n", N_BYTES)
+def test_two_level_ring_goes_at_its_slowest_hop(nodes, g, n):
+    c = Cluster(nodes, g, intra=INTRA, inter=INTER)
+    p = nodes * g
+    hops = [T(INTRA, n / p)] + ([T(INTER, n / p)] if nodes > 1 else [])
+    assert col.allreduce(n, c) == pytest.approx(2 * (p - 1) * max(hops), rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes,g", [(1, 4), (2, 4), (8, 4), (4, 1)])
+def test_hierarchical(nodes, g):
+    n = 1e7
+    c = Cluster(nodes, g, intra=INTRA, inter=INTER, allreduce="hierarchical")
+    expected = 2 * (g - 1) * T(INTRA, n) + 2 * (nodes - 1) * T(INTER, n / nodes)
+    assert col.allreduce(n, c) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("nodes,g,s", [(4, 1, 4), (4, 1, 2), (2, 1, 5), (8, 4, 8), (3, 2, 1)])
+def test_ps(nodes, g, s):
+    n = 1e7
+    c = Cluster(nodes, g, intra=INTRA, inter=INTER)
+    expected = 2 * (g - 1) * T(INTRA, n / g) + 2 * max(nodes, s) * T(INTER, n / s)
+    assert col.ps(n, c, s) == pytest.approx(expected, rel=1e-12)
+    assert col.ps(n, c) == col.ps(n, c, nodes)  # one server per worker node by default
+
+
+def test_ps_on_one_node_uses_no_server():
+    c = Cluster(1, 4, intra=INTRA, inter=INTER)
+    assert col.ps(1e7, c, 3) == pytest.approx(2 * 3 * T(INTRA, 1e7 / 4))
+
+
+def test_one_gpu_sends_nothing():
+    c = Cluster(1, 1)
+    assert col.allreduce(1e9, c) == 0 and col.ps(1e9, c) == 0
+
+
+def test_comm_time_and_bad_values():
+    c = Cluster(2, 2)
+    assert comm_time(c)(1e6) == col.allreduce(1e6, c)
+    assert comm_time(c, "ps", 3)(1e6) == col.ps(1e6, c, 3)
+    with pytest.raises(ValueError, match="unknown arch 'gossip'; valid: allreduce, ps"):
+        comm_time(c, "gossip")
+    with pytest.raises(ValueError, match="servers=2 applies to arch='ps' only"):
+        comm_time(c, "allreduce", 2)
+    with pytest.raises(ValueError, match="servers must be an integer >= 1.*got 0"):
+        comm_time(c, "ps", 0)

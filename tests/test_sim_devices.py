@@ -1,0 +1,87 @@
+"""sim.devices: profiles from FLOPs, scaled to single-GPU throughput only."""
+import pytest
+import torch
+from torch import nn
+
+from commlab import sim
+from commlab.intensity import count_params
+from commlab.models import bert, resnet50
+from commlab.sim.devices import Device, get_device
+
+SURVEY = {"resnet50": (64, 253.1), "bert-base": (64, 212.8), "bert-large": (8, 49.0)}
+
+
+@pytest.fixture(scope="module")
+def builtins():
+    return {name: sim.builtin(name) for name in sim.BUILTINS}
+
+
+def test_builtins_take_batch_over_throughput(builtins):
+    for name, (batch, rate) in SURVEY.items():
+        p = builtins[name]
+        assert p.batch == batch
+        assert sum(p.forward_s) + sum(p.backward_s) == pytest.approx(batch / rate, rel=1e-12)
+        assert all(b == pytest.approx(2 * f) for f, b in zip(p.forward_s, p.backward_s))
+
+
+def test_builtin_bytes_are_the_models_gradients(builtins):
+    assert builtins["resnet50"].total_bytes == 4 * 25_557_032
+    assert builtins["bert-base"].total_bytes == 4 * count_params(bert("base"))
+
+
+def test_builtins_are_cached_and_lazy(builtins):
+    assert sim.builtin("resnet50") is builtins["resnet50"]
+    assert sim.PROFILES["bert-large"] is builtins["bert-large"]
+    assert list(sim.PROFILES) == list(sim.BUILTINS) and len(sim.PROFILES) == 3
+    with pytest.raises(KeyError):
+        sim.PROFILES["vgg16"]
+    with pytest.raises(ValueError, match="'vgg16'.*resnet50"):
+        sim.builtin("vgg16")
+
+
+def test_shape_comes_from_flops(builtins):
+    """The built-in is the FLOP profile scaled: every layer in the same proportion."""
+    from commlab.schedule import model_profile
+
+    raw = model_profile(resnet50(), torch.zeros(64, 3, 224, 224, device="meta"))
+    k = sum(builtins["resnet50"].forward_s) / sum(raw.forward_s)
+    assert [f * k for f in raw.forward_s] == pytest.approx(list(builtins["resnet50"].forward_s), rel=1e-9)
+
+
+def test_flop_rate_for_an_uncalibrated_model():
+    p = sim.profile("mlp", batch=4, device=1e9)  # mlp(64, 10), one hidden layer of 64
+    flops = 2 * 4 * (64 * 64 + 64 * 10)
+    assert sum(p.forward_s) == pytest.approx(flops / 1e9)
+    assert p.batch == 4 and p.layers == 2
+
+
+def test_module_with_example_input():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    p = sim.profile(model, example_input=torch.zeros(5, 8), device=Device("toy", 1e6))
+    assert sum(p.forward_s) == pytest.approx(2 * 5 * (8 * 16 + 16 * 2) / 1e6)
+    assert p.grad_bytes == (4 * (8 * 16 + 16), 4 * (16 * 2 + 2))
+
+
+def test_rtx2080ti_flop_rate_for_other_batches():
+    p = sim.profile("mlp", batch=2)
+    assert sum(p.forward_s) == pytest.approx(2 * 2 * (64 * 64 + 64 * 10) / get_device("rtx2080ti").flops)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"model": "mlp", "batch": 2, "device": "tpu"}, "unknown device 'tpu'.*rtx2080ti"),
+    ({"model": "mlp", "batch": 2, "device": -1.0}, "unknown device -1.0"),
+    ({"model": "mlp", "batch": 0}, "batch must be an integer >= 1, got 0"),
+    ({"model": "mlp"}, "no calibrated batch for 'mlp'"),
+    ({"model": "vgg16", "batch": 2}, "unknown model 'vgg16'.*resnet50"),
+    ({"model": nn.Linear(2, 2)}, "needs example_input"),
+    ({"model": 3}, "model name or an nn.Module"),
+    ({"model": nn.Linear(2, 2), "example_input": torch.zeros(3, 2), "batch": 4}, "batch=4 but example_input holds 3"),
+])
+def test_bad_inputs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sim.profile(**kwargs)
+
+
+def test_bad_device():
+    with pytest.raises(ValueError, match="flops must be"):
+        Device("broken", 0)
