@@ -33,7 +33,7 @@ from .intensity import count_params, flops_per_sample
 from .models import build_model
 from .net.clock import DEFAULT_FLOPS, as_network
 from .net.link import get_link
-from .schedule.engine import Engine, ScheduledExchange, flat_ranges
+from .schedule.engine import Engine, ScheduledExchange, flat_ranges, segments
 from .runtime import launch
 from .worker import Worker
 
@@ -129,6 +129,12 @@ def _plan(schedule, probe, ds, c: Config, arch, network) -> Scheduled:
     plan = schedule.plan(profile, comm_time)
     messages = schedule_pkg.dispatch(plan, profile, comm_time)
     numels = [p.numel() for p in probe.parameters() if p.requires_grad]
+    compressor = compress_pkg.get(c.compress)
+    if getattr(compressor, "protocol", None) == "powersgd" and any(
+            (b - a) != numels[pos] for segs in segments(plan, profile, numels) for pos, a, b in segs):
+        raise ValueError(f"compress={c.compress!r} compresses each weight as a matrix, but schedule={c.schedule!r} "
+                         "cuts weights into pieces, which it would send uncompressed; use a schedule that keeps "
+                         "layers whole (wfbp, fusion, mg_wfbp) or partitions larger than any layer")
     return Scheduled(profile, plan, messages, flat_ranges(messages, plan, profile, numels))
 
 

@@ -104,29 +104,32 @@ class ScheduledPSClient:
     def __init__(self, comm, workers: int, shards: int, messages, total: int):
         self.comm, self.layout = comm, Layout(workers, shards)
         self.layout.check_world(comm)
-        self.parts = parts(messages, shard_bounds(self.layout, total))
+        bounds = shard_bounds(self.layout, total)
+        self.parts = parts(messages, bounds)
         self.messages = [list(m) for m in messages]
+        self.local = []  # per message, {shard: its part as ranges of the message's own flat vector}
+        for ranges, per in zip(self.messages, self.parts):
+            starts = [sum(b - a for a, b in ranges[:i]) for i in range(len(ranges))]
+            self.local.append({s: [(o + max(a, bounds[s][0]) - a, o + min(b, bounds[s][1]) - a)
+                                   for (a, b), o in zip(ranges, starts) if min(b, bounds[s][1]) > max(a, bounds[s][0])]
+                               for s in per})
 
     def exchange(self, m: int, grad: torch.Tensor) -> torch.Tensor:
         """Push message m's gradient (its ranges concatenated) to its servers; the new parameters."""
         r, S = self.comm.rank, self.layout.shards
-        full = torch.zeros(max(b for _, b in self.messages[m]), dtype=grad.dtype, device=grad.device)
-        at = 0
-        for a, b in self.messages[m]:  # place the message's values at their flat positions
-            full[a:b] = grad[at:at + b - a]
-            at += b - a
-        mine = self.parts[m]
+        mine = self.local[m]  # in the message's coordinates: no buffer as long as the whole model
         order = sorted(mine, key=lambda s: ((s - r) % S, s))
-        sends = [self.comm.isend(_gather(full, mine[s]), self.layout.server_rank(s), PUSH_TAG) for s in order]
+        sends = [self.comm.isend(_gather(grad, mine[s]), self.layout.server_rank(s), PUSH_TAG) for s in order]
+        out = torch.empty_like(grad)  # every element is in exactly one shard's part
         for s in sorted(mine, key=lambda s: ((r - s) % self.layout.workers, s)):
             new = self.comm.recv(self.layout.server_rank(s), PULL_TAG)
             at = 0
             for a, b in mine[s]:
-                full[a:b] = new[at:at + b - a]
+                out[a:b] = new[at:at + b - a]
                 at += b - a
         for work in sends:
             work.wait()
-        return _gather(full, self.messages[m])
+        return out
 
     def close(self) -> None:
         bye = torch.empty(0)

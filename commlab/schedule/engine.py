@@ -33,6 +33,7 @@ import time
 import torch
 
 from ..arch.exchange import Exchange
+from ..runtime.errors import Aborted, CommTimeout
 from .dispatch import next_forward
 
 
@@ -72,6 +73,7 @@ class Engine:
         work = sum(profile.forward_s) + sum(profile.backward_s)
         self.shares = ([f / work for f in profile.forward_s], [b / work for b in profile.backward_s])
         self.ready = [threading.Event() for _ in range(profile.layers)]
+        self.backward_done = threading.Event()  # set by finish(): a layer not ready by then never will be
         self.left = [0] * profile.layers
         self.hooks = [p.register_post_accumulate_grad_hook(self._hook(pos)) for pos, p in enumerate(self.params)]
         self.jobs, self.results = queue.Queue(), queue.Queue()
@@ -93,6 +95,7 @@ class Engine:
     def begin(self, flops: float) -> None:
         """Before a mini-batch's forward: charge its compute (``flops``) layer by layer, arm the thread."""
         self.step_no += 1
+        self.backward_done.clear()
         for l, ev in enumerate(self.ready):
             ev.clear()
             self.left[l] = len(self.profile.params[l])
@@ -111,11 +114,14 @@ class Engine:
 
     def finish(self) -> None:
         """After backward: wait for the step's last message; leaves new parameters in params_out."""
+        self.backward_done.set()
         try:
             outcome = self.results.get(timeout=self.timeout)
         except queue.Empty:
             raise RuntimeError(f"rank {self.comm.rank}: the communication thread did not finish step {self.step_no} "
                                f"in {self.timeout:g} s") from None
+        if isinstance(outcome, (Aborted, CommTimeout)):  # another rank failed first: launch blames that one
+            raise outcome
         if isinstance(outcome, BaseException):
             raise RuntimeError(f"rank {self.comm.rank}: a scheduled message failed in step {self.step_no}: "
                                f"{outcome}") from outcome
@@ -139,6 +145,11 @@ class Engine:
     # ---- communication thread ----------------------------------------------------------------
     def _wait(self, layer: int, step: int, deadline: float) -> None:
         while not self.ready[layer].wait(0.05):
+            if self.backward_done.is_set() and not self.ready[layer].is_set():
+                raise ValueError(f"rank {self.comm.rank}: layer {self.profile.names[layer]!r} got no gradient in the "
+                                 f"backward of step {step} (a parameter the loss does not use); a schedule sends "
+                                 "each layer when backward finishes it: freeze unused parameters "
+                                 "(requires_grad=False) or use schedule=None")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"rank {self.comm.rank}: the gradient of layer {self.profile.names[layer]!r} "
                                    f"was not ready {self.timeout:g} s into step {step}")
@@ -165,7 +176,9 @@ class Engine:
         for k, (m, segs) in enumerate(zip(self.messages, self.segments)):
             for l in m.layers:
                 self._wait(l, step, deadline)
-            tensors = [self.params[pos].grad.view(-1)[a:b] for pos, a, b in segs]
+            # a whole parameter goes in its shape (PowerSGD compresses matrices), a part of one flat
+            tensors = [g if (a, b) == (0, g.numel()) else g.view(-1)[a:b]
+                       for g, (_, a, b) in zip((self.params[pos].grad for pos, _, _ in segs), segs)]
             begun, wall = math.nan, time.perf_counter()
             if clock is not None:
                 clock.now = max(clock.now, max(ready_at[l] for l in m.layers))
@@ -215,7 +228,7 @@ class ScheduledExchange(Exchange):
         with torch.no_grad():
             for out, segs in zip(engine.params_out, engine.segments):
                 for o, (pos, a, b) in zip(out, segs):
-                    engine.params[pos].view(-1)[a:b].copy_(o)
+                    engine.params[pos].view(-1)[a:b].copy_(o.reshape(-1))
 
     def average(self, tensors):
         raise ValueError("a scheduled exchange averages gradients during backward (BSP); model averaging "

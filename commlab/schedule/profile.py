@@ -3,6 +3,8 @@
 A **layer** is a module that owns parameters directly (a ``Linear``, a ``Conv2d``, a
 ``LayerNorm``); parameter-free work (activations, pooling, attention's softmax) is folded into
 the layer that follows it in the forward pass, and work after the last layer into the last.
+A module whose own forward never runs but whose parameters its parent uses (the ``out_proj``
+of ``nn.MultiheadAttention``) belongs to the nearest ancestor that ran.
 Lists are indexed by layer in **forward order**; backward visits them from the last to the
 first, so layer L-1's gradient is ready first::
 
@@ -111,7 +113,9 @@ def layer_flops(model: torch.nn.Module, example_input) -> tuple[list[str], list[
     modes = {m: m.training for m in model.modules()}
     model.eval()
     try:
-        with torch.no_grad(), counter:
+        # grad enabled: with it off, nn.MultiheadAttention and nn.TransformerEncoderLayer take a fused
+        # fast path in eval mode that the FLOP counter does not see (attention would count 0 FLOPs)
+        with torch.enable_grad(), counter:
             model(**example_input) if isinstance(example_input, Mapping) else model(example_input)
     finally:
         for h in handles:

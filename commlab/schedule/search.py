@@ -21,7 +21,8 @@ searches over the same dispatcher the executors use (:mod:`commlab.schedule.disp
 
 ``search(partitions_mb=(1, 4, 16), credits_mb=(4, 16, 64))`` returns whichever plan, the exact
 buckets or a grid point, gives the least steady-state seconds per iteration
-(:func:`~commlab.schedule.dispatch.iteration`) under ``comm_time``.
+(:func:`~commlab.schedule.dispatch.iteration`) under ``comm_time``; on a tie (within a
+relative 1e-9, float noise) the buckets, which need no priorities, win.
 """
 from __future__ import annotations
 
@@ -71,4 +72,9 @@ class Search(Schedule):
     def plan(self, profile, comm_time) -> Plan:
         if comm_time is None:
             raise ValueError("search needs comm_time(nbytes): the best plan depends on the network")
-        return min(self.candidates(profile, comm_time), key=lambda p: iteration(p, profile, comm_time)[0])
+        best, best_time = None, float("inf")
+        for plan in self.candidates(profile, comm_time):  # in order of simplicity: a tie keeps the simpler
+            t = iteration(plan, profile, comm_time)[0]
+            if t < best_time * (1 - 1e-9):
+                best, best_time = plan, t
+        return best
