@@ -20,17 +20,7 @@ from commlab.schedule.engine import Engine, flat_ranges, segments
 from commlab.train import Trainer
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return data.load("digits")
+from scheduled_fixtures import digits, one_thread  # noqa: E402,F401  (pytest fixtures)
 
 
 # ----------------------------------------------------------------------------- segments

@@ -15,17 +15,7 @@ SCHEDULES = ["wfbp", "fusion(mb=0.002, first_mb=0.001)", "mg_wfbp",
              "bytescheduler(partition_mb=0.001, credit_mb=0.002)", "p3(slice_kb=0.5)"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return data.load("digits")
+from scheduled_fixtures import digits, one_thread  # noqa: E402,F401  (pytest fixtures)
 
 
 def _run(ds, steps=4, **kw):
