@@ -54,7 +54,7 @@ from commlab.schedule import Schedule
 from commlab.train import Trainer
 
 WORKERS, BATCH, LR, SEED = 4, 32, 0.05, 0
-SCHEDULES = [None, "wfbp", "fusion", "mg_wfbp", "bytescheduler", "p3", "search"]
+SCHEDULES = [None, "wfbp", "fusion", "fusion(mb=5, first_mb=1)", "mg_wfbp", "bytescheduler", "p3", "search"]
 
 
 def ddp_rank(comm, hidden, steps):
