@@ -177,3 +177,20 @@ def test_an_unused_parameter_is_an_error_naming_it_not_a_hang(digits):
     with pytest.raises(RankError, match=r"layer 'spare' got no gradient in the backward of step 1"):
         Trainer(model=_OneUnused, data=digits, workers=2, schedule="wfbp", progress=False, timeout=60).fit(2)
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("spec", ["mg_wfbp", "bytescheduler(partition_mb=0.2, credit_mb=0.4)"])
+def test_the_simulator_package_equals_the_real_run(digits, spec):
+    """commlab.sim on a flat cluster of the run's link (a ring, closed form and message by
+    message) predicts a real threads run's simulated seconds per step within 1%."""
+    from commlab import sim
+
+    net, workers = Network("10GbE", flops=2e10), 4
+    tr = Trainer(model="mlp", data=digits, workers=workers, arch="ring", net=net, schedule=spec, progress=False,
+                 model_kw={"hidden": [256] * 12})
+    h = tr.fit(4)
+    real = [b - a for a, b in zip(h.sim_time, h.sim_time[1:])][1:]
+    cluster = sim.Cluster.flat(workers, net.link)
+    for level in ("closed", "message"):
+        predicted = sim.iteration(tr.schedule.profile, cluster, schedule=spec, level=level).time
+        assert real == pytest.approx([predicted] * len(real), rel=0.01), level
