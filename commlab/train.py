@@ -208,7 +208,7 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
     if bar is not None:
         bar.close()
     worker.exchange.close()
-    rec["timeline"] = getattr(getattr(worker.exchange, "engine", None), "timeline", [])
+    rec["timeline"] = list(worker.exchange.timeline)
     return rec
 
 

@@ -48,15 +48,15 @@ class Worker:
         comm = self.comm
         x, y = self.next_batch(batch_size)
         flops = self.flops_per_sample * len(y)
+        clock = comm.clock if comm.backend != "threads" else None  # a straggler really sleeps off threads
+        factor = clock.network.slowdown_of(comm.rank, clock.computes) if clock is not None else 1.0
         charged = self.exchange.begin(flops)  # a scheduled exchange charges compute layer by layer
         start = time.perf_counter()
         loss = F.cross_entropy(self.model(x.to(comm.device)), y.to(comm.device))
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()
-        if comm.clock is not None and comm.backend != "threads":
-            factor = comm.clock.network.slowdown_of(comm.rank, comm.clock.computes)
-            if factor > 1:
-                time.sleep((factor - 1) * (time.perf_counter() - start))
+        if factor > 1:
+            time.sleep((factor - 1) * (time.perf_counter() - start))
         if not charged:
             comm.compute(flops=flops)
         return loss.item()

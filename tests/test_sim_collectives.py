@@ -66,5 +66,5 @@ def test_comm_time_and_bad_values():
         comm_time(c, "gossip")
     with pytest.raises(ValueError, match="servers=2 applies to arch='ps' only"):
         comm_time(c, "allreduce", 2)
-    with pytest.raises(ValueError, match="servers must be an integer >= 1.*got 0"):
+    with pytest.raises(ValueError, match="needs servers to be an integer >= 1.*got 0"):
         comm_time(c, "ps", 0)

@@ -146,7 +146,7 @@ def test_timeline_draws_one_period(profiles):
     ({"schedule": "fifo"}, "unknown schedule 'fifo'; valid:"),
     ({"level": "packet"}, "unknown level 'packet'; valid: closed, message"),
     ({"servers": 2}, "servers=2 applies to arch='ps' only"),
-    ({"arch": "ps", "servers": -1}, "servers must be an integer >= 1"),
+    ({"arch": "ps", "servers": -1}, "needs servers to be an integer >= 1"),
 ])
 def test_bad_values(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -26,6 +26,7 @@ from .aggregate import aggregate, aggregate_all, own_protocol
 class Exchange:
     compressor = None
     gives = "gradients"  # what message() returns
+    timeline = ()  # a scheduled exchange's log of its messages (commlab.schedule.engine)
 
     def step(self, model: torch.nn.Module, optimizer) -> None:
         raise NotImplementedError

@@ -12,7 +12,7 @@ import pandas as pd
 from .. import arch as arch_pkg
 from .. import schedule as sched
 from .. import sim
-from ..schedule.dispatch import Message, arrivals
+from ..schedule.dispatch import Message, arrivals, forward_spans
 from ..train import Trainer
 
 # ----- the real runs ---------------------------------------------------------------------------
@@ -100,16 +100,9 @@ def dag_figure(layers: int = 4, ax=None):
 
 # ----- the timeline -------------------------------------------------------------------------------
 def forward_times(profile, messages, forward_waits: bool) -> list[tuple[float, float]]:
-    """(start, end) of each layer's next forward (:func:`commlab.schedule.dispatch.next_forward`)."""
-    arrive = arrivals(messages, profile.layers)
-    backward = sum(profile.backward_s)
-    t = backward if forward_waits else max([backward, *arrive])
-    out = []
-    for l in range(profile.layers):
-        start = max(t, arrive[l]) if forward_waits else t
-        t = start + profile.forward_s[l]
-        out.append((start, t))
-    return out
+    """(start, end) of each layer's next forward (:func:`commlab.schedule.dispatch.forward_spans`)."""
+    return forward_spans(profile.forward_s, sum(profile.backward_s), arrivals(messages, profile.layers),
+                         forward_waits)
 
 
 def timeline_figure(profile, messages, forward_waits: bool = False, ax=None, title=None):

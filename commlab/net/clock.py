@@ -134,10 +134,7 @@ class Clock:
             if self.network.flops is None:
                 raise ValueError("compute(flops=...) needs Network(flops=<FLOP/s>) to convert FLOPs to seconds")
             seconds = flops / self.network.flops
-        if seconds < 0:
-            raise ValueError(f"compute time must be >= 0, got {seconds!r}")
-        self.now += seconds * self.network.slowdown_of(self.rank, self.computes)
-        self.computes += 1
+        self.now += self.charge(seconds)
 
     def charge(self, seconds: float) -> float:
         """The seconds ``seconds`` of compute really take on this rank (its slowdown), counted as

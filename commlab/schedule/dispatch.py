@@ -103,19 +103,27 @@ def arrivals(messages, layers: int) -> list[float]:
     return out
 
 
-def next_forward(profile, backward_end: float, arrive, forward_waits: bool) -> float:
-    """When the next forward ends if it starts at ``backward_end``: at once layer by layer as
-    parameters arrive (``forward_waits``), or after the last arrival."""
-    if not forward_waits:
-        return max([backward_end, *arrive]) + sum(profile.forward_s)
-    t = backward_end
-    for l in range(profile.layers):
-        t = max(t, arrive[l]) + profile.forward_s[l]
-    return t
+def forward_spans(forward_s, backward_end: float, arrive, forward_waits: bool) -> list[tuple[float, float]]:
+    """(start, end) of each layer of the next forward (``forward_s``: seconds per layer) after a
+    backward that ends at ``backward_end``: layer by layer as parameters arrive
+    (``forward_waits``), or all after the last arrival."""
+    t = backward_end if forward_waits else max([backward_end, *arrive])
+    out = []
+    for f, a in zip(forward_s, arrive):
+        start = max(t, a)
+        t = start + f
+        out.append((start, t))
+    return out
+
+
+def next_forward(forward_s, backward_end: float, arrive, forward_waits: bool) -> float:
+    """When the next forward ends (:func:`forward_spans`)."""
+    spans = forward_spans(forward_s, backward_end, arrive, forward_waits)
+    return spans[-1][1] if spans else backward_end
 
 
 def iteration(plan, profile, comm_time) -> tuple[float, list[Message]]:
     """Steady-state seconds per iteration of ``plan`` and its messages (from backward's start)."""
     messages = dispatch(plan, profile, comm_time)
     backward = sum(profile.backward_s)
-    return next_forward(profile, backward, arrivals(messages, profile.layers), plan.forward_waits), messages
+    return next_forward(profile.forward_s, backward, arrivals(messages, profile.layers), plan.forward_waits), messages

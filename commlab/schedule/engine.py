@@ -35,6 +35,7 @@ import torch
 from ..arch.exchange import Exchange
 from ..runtime.errors import Aborted, CommTimeout
 from .dispatch import next_forward
+from .profile import ready_times
 
 
 def segments(plan, profile, numels) -> list[list[tuple[int, int, int]]]:
@@ -107,7 +108,7 @@ class Engine:
             if self.arrive is None:
                 clock.now += sum(t_f)
             else:
-                clock.now = max(clock.now, next_forward(_Times(t_f), self.backward_end, self.arrive,
+                clock.now = max(clock.now, next_forward(t_f, self.backward_end, self.arrive,
                                                         self.plan.forward_waits))
         self.wall_begin = time.perf_counter()
         self.jobs.put((self.step_no, None if clock is None else clock.now, t_b))
@@ -167,12 +168,7 @@ class Engine:
 
     def _send_all(self, step: int, start, t_b):
         clock, deadline, params_out = self.comm.clock, time.monotonic() + self.timeout, []
-        ready_at = None
-        if clock is not None:
-            ready_at, t = [0.0] * self.profile.layers, start
-            for l in reversed(range(self.profile.layers)):
-                t += t_b[l]
-                ready_at[l] = t
+        ready_at = None if clock is None else ready_times(t_b, start)
         for k, (m, segs) in enumerate(zip(self.messages, self.segments)):
             for l in m.layers:
                 self._wait(l, step, deadline)
@@ -198,13 +194,6 @@ class Engine:
         return params_out
 
 
-class _Times:
-    """The forward seconds of one step, shaped as next_forward reads a profile."""
-
-    def __init__(self, forward_s):
-        self.forward_s, self.layers = forward_s, len(forward_s)
-
-
 class ScheduledExchange(Exchange):
     """A BSP exchange whose messages an :class:`Engine` sends during backward."""
 
@@ -214,6 +203,10 @@ class ScheduledExchange(Exchange):
     @property
     def compressor(self):
         return getattr(self.inner, "compressor", None)
+
+    @property
+    def timeline(self) -> list[dict]:
+        return self.engine.timeline
 
     def begin(self, flops: float) -> bool:
         self.engine.begin(flops)

@@ -26,6 +26,16 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 
+def ready_times(backward_s, start: float = 0.0) -> list[float]:
+    """When each layer's gradient is ready if backward (``backward_s`` per layer, forward order)
+    starts at ``start``: ``start + sum_{k >= l} t_b(k)``."""
+    out, t = [0.0] * len(backward_s), start
+    for l in reversed(range(len(backward_s))):
+        t += backward_s[l]
+        out[l] = t
+    return out
+
+
 @dataclass(frozen=True)
 class Profile:
     """Per-layer costs of one iteration, in forward order.
@@ -72,11 +82,7 @@ class Profile:
 
     def ready(self) -> list[float]:
         """Seconds after backward starts at which each layer's gradient is ready."""
-        out, t = [0.0] * self.layers, 0.0
-        for l in reversed(range(self.layers)):
-            t += self.backward_s[l]
-            out[l] = t
-        return out
+        return ready_times(self.backward_s)
 
     def scaled(self, seconds: float) -> "Profile":
         """The same shape with forward + backward summing to ``seconds`` (another device or batch)."""

@@ -17,7 +17,7 @@ sit beside the algorithms (T(m) = alpha + m beta of the link named, P GPUs, g pe
 from __future__ import annotations
 
 from ..arch import hierarchical, ring
-from ..arch.ps_layout import ps_sharded
+from ..arch.ps_layout import check_count, ps_sharded
 
 ARCHS = ("allreduce", "ps")
 
@@ -36,8 +36,7 @@ def servers_for(cluster, servers) -> int:
     """The number of server machines: ``servers`` or, by default, one per worker node."""
     if servers is None:
         return cluster.nodes
-    if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
-        raise ValueError(f"servers must be an integer >= 1 (server machines), got {servers!r}")
+    check_count("servers", servers)
     return servers
 
 

@@ -153,5 +153,5 @@ def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None,
     times, p2p, events = programs.simulate(cluster, [m.nbytes for m in listed], [m.ready for m in listed],
                                            arch, servers)
     messages = tuple(dataclasses.replace(m, start=s, end=e) for m, (s, e) in zip(listed, times))
-    t = next_forward(profile, sum(profile.backward_s), arrivals(messages, profile.layers), plan.forward_waits)
+    t = next_forward(profile.forward_s, sum(profile.backward_s), arrivals(messages, profile.layers), plan.forward_waits)
     return Iteration(t, profile, cluster, arch, plan, messages, level, events, p2p, _time.perf_counter() - began)
