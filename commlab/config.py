@@ -10,7 +10,7 @@ kind) on the first bad field, in field order::
 
 ``bool`` is not accepted where an integer or a number is meant (``workers=True`` is a
 slip, not one worker). The strings of the dimensions (``sync``, ``arch``, ``compress``,
-``reply_compress``, ``schedule``) are left to their registries, which know their names and
+``reply_compress``, ``schedule``, ``parallel``) are left to their registries, which know their names and
 arguments; ``model`` and ``data`` names are checked by the builders that load them. What
 this module checks is the rest: numbers, ranges, choices and types.
 """
@@ -38,6 +38,7 @@ class Config:
     compress: object = None
     reply_compress: object = None
     schedule: object = None
+    parallel: object = None
     runtime: str = "threads"
     seed: int = 0
     batch_size: int = 32

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,3 +145,48 @@ def clock_gaps(applied, workers: int) -> np.ndarray:
         clocks[w] = step
         gaps.append(max(clocks) - min(clocks))
     return np.array(gaps, dtype=int)
+
+
+def merge_ranks(results: list[dict], config: dict) -> History:
+    """The History of a run from its ranks' records (as :func:`commlab.train.Trainer.fit`'s ranks
+    return them: per-step lists ``loss``, ``acc``, ``test_loss``, ``sim``, ``wall``, ``sent``,
+    ``recv``, ``staleness``, ``samples``, ``consensus``, and a ``timeline``; a server rank returns
+    ``{"server": ...}``). ``results[0]`` is the rank that evaluated; ``config``: the options, as a dict."""
+    servers = [r["server"] for r in results if "server" in r]
+    results = [r for r in results if "server" not in r]
+    n, W = len(results[0]["loss"]), len(results)
+    h = History(config={k: (v if isinstance(v, (int, float, str, type(None))) else repr(v))
+                        for k, v in config.items()})
+    h.steps = list(range(1, n + 1))
+    h.loss = [_nanmean([r["loss"][i] for r in results]) for i in range(n)]
+    h.test_accuracy = results[0]["acc"]
+    h.test_loss = results[0]["test_loss"]
+    h.worker_time = [[r["sim"][i] for r in results] for i in range(n)]
+    # an asynchronous decentralized rule's step k is the median worker's (commlab.decentral.adpsgd)
+    h.sim_time = [statistics.median(row) if results[0].get("median_time") else max(row) for row in h.worker_time]
+    h.wall_time = [max(r["wall"][i] for r in results) for i in range(n)]
+    h.bytes_sent = [[r["sent"][i] for r in results] for i in range(n)]
+    h.bytes_recv = [[r["recv"][i] for r in results] for i in range(n)]
+    h.samples = [sum(r["samples"][i] for r in results) for i in range(n)]
+    h.timeline = results[0]["timeline"]
+    if any(v is not None for v in results[0]["consensus"]):
+        h.consensus = [math.nan if v is None else v for v in results[0]["consensus"]]
+    h.server_bytes_sent = [srv["stats"].bytes_sent for srv in servers]
+    h.server_bytes_recv = [srv["stats"].bytes_recv for srv in servers]
+    if servers:  # shard 0's log: the staleness of each applied push, None for a dropped one
+        h.staleness = [[None] * W for _ in range(n)]
+        h.dropped = [0] * n
+        h.applied = [list(a) for a in servers[0]["applied"]]
+        for w, k, stale in servers[0]["applied"]:
+            h.staleness[k - 1][w] = stale
+        for w, k in servers[0]["dropped"]:
+            h.dropped[k - 1] += 1
+    elif any(s is not None for s in results[0]["staleness"]):
+        h.staleness = [[r["staleness"][i] for r in results] for i in range(n)]
+        h.dropped = [0] * n
+    return h
+
+
+def _nanmean(values) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan

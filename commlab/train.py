@@ -14,10 +14,10 @@ reproducible as the loss.
 from __future__ import annotations
 
 import math
-import statistics
 import threading
 import time
 from dataclasses import asdict, fields
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -26,12 +26,13 @@ from . import arch as arch_pkg
 from . import compress as compress_pkg
 from . import data as data_pkg
 from . import decentral  # noqa: F401  (registers sync='dpsgd', ..., arch='gossip')
+from . import parallel as parallel_pkg  # also registers arch='zero(stage=...)'
 from . import schedule as schedule_pkg
 from . import sync as sync_pkg
 from .arch import ExchangeSetup
 from .config import Config
 from .flat import flatten, unflatten_into
-from .history import Diverged, History
+from .history import Diverged, History, merge_ranks
 from .intensity import count_params, flops_per_sample
 from .models import build_model
 from .net.clock import DEFAULT_FLOPS, as_network
@@ -94,20 +95,22 @@ class Trainer:
         arch.check(c, sync, compressor, compress_pkg.get(c.reply_compress))
         self.network = as_network(net)
         self.dataset = data if isinstance(data, data_pkg.Dataset) else data_pkg.load(data, seed=seed, **c.data_kw)
-        with _BUILD_LOCK:
-            torch.manual_seed(seed)
-            probe = build_model(c.model, self.dataset, **c.model_kw)
+        probe = _build(c, self.dataset)
         self.num_params = count_params(probe)
         self.flops_per_sample = flops_per_sample(probe, self.dataset.x_train[:1])
         self.schedule = None if schedule is None else _plan(schedule, probe, self.dataset, c, arch, self.network)
-        self.shards = (data_pkg.split_iid(len(self.dataset.y_train), workers, seed) if c.split == "iid" else
-                       data_pkg.split_dirichlet(self.dataset.y_train, workers, c.dirichlet_alpha, seed))
+        self.layout = None if c.parallel is None else parallel_pkg.layout_for(c, probe)
+        replicas = workers if self.layout is None else self.layout.dp  # data shards: one per replica
+        self.shards = (data_pkg.split_iid(len(self.dataset.y_train), replicas, seed) if c.split == "iid" else
+                       data_pkg.split_dirichlet(self.dataset.y_train, replicas, c.dirichlet_alpha, seed))
 
     def fit(self, steps: int) -> History:
         """Train for ``steps`` synchronization steps; returns the History."""
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise ValueError(f"steps must be a positive integer, got {steps!r}")
         c = self.config
+        if self.layout is not None:
+            return self._fit_parallel(steps)
         world = arch_pkg.get(c.arch).world_size(c.workers)
         sync = sync_pkg.get(c.sync)
         with _BUILD_LOCK:  # state shared by all ranks of the process (Hogwild's parameters), or None
@@ -121,7 +124,21 @@ class Trainer:
             if diverged is not None:
                 raise diverged from e
             raise
-        return _merge(results, c)
+        return merge_ranks(results, asdict(c))
+
+    def _fit_parallel(self, steps: int) -> History:
+        """A 3D-parallel run (:mod:`commlab.parallel.training`); the shards of replica 0 kept at each
+        evaluation step are joined into the full model and evaluated here, so evaluating sends nothing."""
+        c, ds = self.config, self.dataset
+        results = launch(parallel_pkg.train_rank, self.layout.world, runtime=c.runtime, net=self.network,
+                         timeout=c.timeout, args=(c, ds, self.shards, self.flops_per_sample, partial(_build, c, ds),
+                                                  self.layout, steps))
+        full = _build(c, ds)
+        for step in results[0]["snapshots"]:
+            parallel_pkg.join(full, results, self.layout, step)
+            results[0]["acc"][step - 1], results[0]["test_loss"][step - 1] = _evaluate(full, ds.x_test, ds.y_test,
+                                                                                       "cpu")
+        return merge_ranks(results, asdict(c))
 
 
 class Scheduled:
@@ -149,6 +166,13 @@ def _plan(schedule, probe, ds, c: Config, arch, network) -> Scheduled:
                          "cuts weights into pieces, which it would send uncompressed; use a schedule that keeps "
                          "layers whole (wfbp, fusion, mg_wfbp) or partitions larger than any layer")
     return Scheduled(profile, plan, messages, flat_ranges(messages, plan, profile, numels))
+
+
+def _build(c: Config, ds):
+    """The run's model, built from its seed (threads share torch's RNG: one build at a time)."""
+    with _BUILD_LOCK:
+        torch.manual_seed(c.seed)
+        return build_model(c.model, ds, **c.model_kw)
 
 
 def _rank_compressor(c: Config, rank: int):
@@ -186,9 +210,7 @@ def _evaluate(model, x, y, device, average=None):
 
 def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=None):
     """What one rank does: a parameter server's loop, or a worker's steps."""
-    with _BUILD_LOCK:
-        torch.manual_seed(c.seed)
-        model = build_model(c.model, ds, **c.model_kw)
+    model = _build(c, ds)
     model.to(comm.device).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
     sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
@@ -254,44 +276,3 @@ def _progress(steps):
     from tqdm.auto import tqdm
 
     return tqdm(total=steps, desc="training", leave=False)
-
-
-def _merge(results, c: Config) -> History:
-    servers = [r["server"] for r in results if "server" in r]
-    results = [r for r in results if "server" not in r]
-    n, W = len(results[0]["loss"]), len(results)
-    h = History(config={k: (v if isinstance(v, (int, float, str, type(None))) else repr(v))
-                        for k, v in asdict(c).items()})
-    h.steps = list(range(1, n + 1))
-    h.loss = [_nanmean([r["loss"][i] for r in results]) for i in range(n)]
-    h.test_accuracy = results[0]["acc"]
-    h.test_loss = results[0]["test_loss"]
-    h.worker_time = [[r["sim"][i] for r in results] for i in range(n)]
-    # an asynchronous decentralized rule's step k is the median worker's (commlab.decentral.adpsgd)
-    h.sim_time = [statistics.median(row) if results[0].get("median_time") else max(row) for row in h.worker_time]
-    h.wall_time = [max(r["wall"][i] for r in results) for i in range(n)]
-    h.bytes_sent = [[r["sent"][i] for r in results] for i in range(n)]
-    h.bytes_recv = [[r["recv"][i] for r in results] for i in range(n)]
-    h.samples = [sum(r["samples"][i] for r in results) for i in range(n)]
-    h.timeline = results[0]["timeline"]
-    if any(v is not None for v in results[0]["consensus"]):
-        h.consensus = [math.nan if v is None else v for v in results[0]["consensus"]]
-    h.server_bytes_sent = [srv["stats"].bytes_sent for srv in servers]
-    h.server_bytes_recv = [srv["stats"].bytes_recv for srv in servers]
-    if servers:  # shard 0's log: the staleness of each applied push, None for a dropped one
-        h.staleness = [[None] * W for _ in range(n)]
-        h.dropped = [0] * n
-        h.applied = [list(a) for a in servers[0]["applied"]]
-        for w, k, stale in servers[0]["applied"]:
-            h.staleness[k - 1][w] = stale
-        for w, k in servers[0]["dropped"]:
-            h.dropped[k - 1] += 1
-    elif any(s is not None for s in results[0]["staleness"]):
-        h.staleness = [[r["staleness"][i] for r in results] for i in range(n)]
-        h.dropped = [0] * n
-    return h
-
-
-def _nanmean(values) -> float:
-    kept = [v for v in values if not math.isnan(v)]
-    return sum(kept) / len(kept) if kept else math.nan

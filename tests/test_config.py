@@ -10,11 +10,11 @@ from commlab import data
 from commlab.config import RULES, Config
 from commlab.runtime import RUNTIMES
 
-FIELDS = ["model", "data", "workers", "sync", "arch", "compress", "reply_compress", "schedule", "runtime", "seed",
+FIELDS = ["model", "data", "workers", "sync", "arch", "compress", "reply_compress", "schedule", "parallel", "runtime", "seed",
           "batch_size", "lr", "momentum", "weight_decay", "split", "dirichlet_alpha", "eval_every", "progress",
           "timeout", "data_kw", "model_kw"]
 DEFAULTS = dict(model="mlp", data="digits", workers=4, sync="bsp", arch="native", compress=None, reply_compress=None,
-                schedule=None, runtime="threads", seed=0, batch_size=32, lr=0.1, momentum=0.0, weight_decay=0.0,
+                schedule=None, parallel=None, runtime="threads", seed=0, batch_size=32, lr=0.1, momentum=0.0, weight_decay=0.0,
                 split="iid", dirichlet_alpha=1.0, eval_every=10, progress=True, timeout=120.0, data_kw={}, model_kw={})
 
 
@@ -26,7 +26,7 @@ def test_fields_and_defaults_are_the_trainers():
 
 
 def test_every_checked_field_has_a_rule_and_the_dimensions_have_none():
-    assert set(RULES) == set(FIELDS) - {"sync", "arch", "compress", "reply_compress", "schedule"}
+    assert set(RULES) == set(FIELDS) - {"sync", "arch", "compress", "reply_compress", "schedule", "parallel"}
     # the dimensions' strings are left to their registries
     Config(sync="no_such_sync", arch="no_such_arch", compress="no_such(1)")
 
