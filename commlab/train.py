@@ -64,6 +64,11 @@ class Trainer:
     "bytescheduler(partition_mb=4, credit_mb=16)", "p3(slice_kb=256)"), sync="bsp" only: its
     messages go during backward from a communication thread per rank, and the History keeps
     their timeline.
+    parallel: None, or a 3D layout of the tiny transformer (model="transformer", data="tokens"):
+    "dp=2,tp=2,pp=2,micro_batches=4,schedule=1f1b" with dp*tp*pp = workers (see
+    :mod:`commlab.parallel`): tensor-parallel layers, a pipeline of stages, BSP over the dp
+    replicas; it trains exactly like BSP over dp workers. ZeRO is an architecture:
+    arch="zero(stage=2)".
     net: None, a profile name ("10GbE", ...), a LinkModel or a Network.
     runtime: "threads", "gloo" or "nccl". split: "iid" or "dirichlet" (with dirichlet_alpha).
     """
@@ -247,8 +252,10 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
         rec["recv"].append(delta.bytes_recv)
         rec["sim"].append(comm.now if comm.clock is not None else math.nan)
         acc = tl = math.nan
-        if comm.rank == 0 and _evaluates(step, steps, c):
-            acc, tl = _evaluate(model, ds.x_test, ds.y_test, comm.device, info.get("average"))
+        if _evaluates(step, steps, c):
+            with exchange.evaluating(model):
+                if comm.rank == 0:
+                    acc, tl = _evaluate(model, ds.x_test, ds.y_test, comm.device, info.get("average"))
         rec["acc"].append(acc)
         rec["test_loss"].append(tl)
         rec["wall"].append(time.perf_counter() - start)

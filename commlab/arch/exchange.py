@@ -17,6 +17,8 @@ nothing above it needs to know whether a ring, a tree or a parameter server sits
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 
 from ..flat import flatten, grads, unflatten_into
@@ -36,6 +38,11 @@ class Exchange:
 
     def close(self) -> None:
         """Leave the exchange (a parameter server's workers say goodbye)."""
+
+    def evaluating(self, model):
+        """A context, entered by every rank at an evaluation step, in which ``model`` is whole for
+        rank 0 to evaluate (an exchange that shards the parameters gathers them off the record)."""
+        return nullcontext()
 
     def begin(self, flops: float) -> bool:
         """Called before a mini-batch's forward with its training FLOPs; True if the exchange

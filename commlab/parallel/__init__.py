@@ -3,12 +3,17 @@
 * :mod:`.group`: a set of ranks that talk among themselves (a layout's tp, dp or pp group);
 * :mod:`.tensor`, :mod:`.tensor_layer`: tensor parallelism (Megatron-LM) and sequence parallelism;
 * :mod:`.pipeline`: pipeline parallelism, GPipe and 1F1B schedules, the bubble;
+* :mod:`.zero`: ZeRO stages 1-3, ``Trainer(arch="zero(stage=2)")``;
 * :mod:`.layout`, :mod:`.stages`, :mod:`.training`: 3D layouts dp x tp x pp of the tiny
   transformer, ``Trainer(model="transformer", parallel="dp=2,tp=2,pp=2", workers=8)``.
 """
 from __future__ import annotations
 
+from ..arch import ARCHITECTURES
 from .layout import Layout
 from .training import join, layout_for, train_rank
+from .zero import Zero, ZeroExchange, zero_bytes, zero_memory
 
-__all__ = ["Layout", "join", "layout_for", "train_rank"]
+ARCHITECTURES.register(Zero.name, Zero)
+
+__all__ = ["Layout", "Zero", "ZeroExchange", "join", "layout_for", "train_rank", "zero_bytes", "zero_memory"]
