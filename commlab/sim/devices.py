@@ -53,6 +53,8 @@ class Device:
 DEVICES: dict[str, Device] = {
     "rtx2080ti": Device("rtx2080ti", 6.5e12, {"resnet50": (64, 253.1), "bert-base": (64, 212.8),
                                               "bert-large": (8, 49.0)}),
+    # NVIDIA A100 datasheet: 312 TFLOP/s dense bf16/fp16 tensor-core peak; no measured step times
+    "a100": Device("a100", 312e12),
 }
 BUILTINS = ("resnet50", "bert-base", "bert-large")
 

@@ -38,6 +38,10 @@ fit.
   of 4 GPUs: a = 4.204e-5 s, b = 2.059e-10 s/B): alpha = 7.0 us, beta = 1.373e-10 s/B
   (7.3 GB/s of the 15.75 GB/s nominal).
 
+* ``NVLink3-A100`` and ``200GbHDR-IB``: nominal figures of a DGX A100 node (NVSwitch, and one
+  200 Gb/s HDR InfiniBand adapter per GPU), the cluster of Megatron-LM's SC'21 runs, for the
+  large-model planner (:mod:`commlab.parallel.planner`). Datasheet rates, not measurements.
+
 Any name that is not here falls through to :data:`commlab.net.link.PROFILES` (nominal figures),
 and a :class:`~commlab.net.link.LinkModel` is taken as it is.
 """
@@ -63,6 +67,9 @@ LINKS: dict[str, LinkModel] = {
     "10GbE-mgwfbp": _ring_fit(0.0009080981007148093, 7.395651186836712e-10, 16, "10GbE-mgwfbp"),
     "56GbIB-mgwfbp": _ring_fit(0.00023583677659915685, 4.0594787739537565e-10, 16, "56GbIB-mgwfbp"),
     "PCIe3-mgwfbp": _ring_fit(4.204298980348825e-05, 2.0589360830118177e-10, 4, "PCIe3-mgwfbp"),
+    # nominal figures of a DGX A100 node (not measured): the large-model planner's default cluster
+    "NVLink3-A100": LinkModel(3e-6, 1 / 300e9, "NVLink3-A100"),
+    "200GbHDR-IB": LinkModel(2e-6, 1 / 25e9, "200GbHDR-IB"),
 }
 
 SOURCES: dict[str, str] = {
@@ -70,6 +77,10 @@ SOURCES: dict[str, str] = {
     "10GbE-mgwfbp": "Shi, Chu, Li, TPDS 2021 (MG-WFBP code): all-reduce fit a + bM at P = 16",
     "56GbIB-mgwfbp": "Shi, Chu, Li, TPDS 2021 (MG-WFBP code): all-reduce fit a + bM at P = 16",
     "PCIe3-mgwfbp": "Shi, Chu, Li, TPDS 2021 (MG-WFBP code): all-reduce fit a + bM at P = 4, one node",
+    "NVLink3-A100": "NVIDIA A100 datasheet: third-generation NVLink/NVSwitch, 600 GB/s per GPU in total, "
+                    "300 GB/s each way (nominal; latency assumed 3 us)",
+    "200GbHDR-IB": "NVIDIA DGX A100 datasheet: eight 200 Gb/s HDR InfiniBand adapters per node, one per GPU "
+                   "(nominal 25 GB/s; latency assumed 2 us)",
 }
 
 
