@@ -48,13 +48,13 @@ def test_transformer_stage_3_equals_bsp():
     assert max(abs(a - b) for a, b in zip(ref.loss, h.loss)) < 1e-5
 
 
-def _steps(comm, stage, optimizer, settings, steps=2):
+def _steps(comm, stage, optimizer, settings, steps=2, precision="fp32"):
     """A few ZeRO steps by hand on each rank's own batches; (memory, final whole parameters)."""
     ds = load("digits")
     with _LOCK:
         torch.manual_seed(0)
         model = build_model("mlp", ds)
-    ex = ZeroExchange(comm, model, settings, stage, optimizer)
+    ex = ZeroExchange(comm, model, settings, stage, optimizer, precision)
     g = torch.Generator().manual_seed(comm.rank)
     for _ in range(steps):
         idx = torch.randint(0, len(ds.y_train), (8,), generator=g)
@@ -65,7 +65,7 @@ def _steps(comm, stage, optimizer, settings, steps=2):
         loss.backward()
         ex.step(model, None)
     with ex.evaluating(model):
-        whole = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
+        whole = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).float()
     return ex.memory(), whole
 
 
@@ -104,6 +104,23 @@ def test_memory_is_the_papers_formula_and_the_update_torchs(optimizer, momentum,
         assert torch.allclose(whole, ref, atol=1e-6)
 
 
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_mixed_precision_adam_holds_the_papers_16_bytes_split_as_zero_says(stage):
+    """bf16 parameters and gradients (A = 2), fp32 master chunk, momentum and variance (K = 12);
+    the update stays close to fp32 Adam's and half the bytes go on the wire."""
+    settings = dict(lr=0.05, momentum=0.0, weight_decay=1e-3)
+    results = launch(_steps, 5, args=(stage, "adam", settings, 2, "mixed"))  # 4810 = 5 x 962
+    want = zero_memory(PSI, 5, stage, "adam", "mixed")
+    ref = _reference("adam", settings, 5)
+    for memory, whole in results:
+        assert memory == pytest.approx(want)
+        gap = (whole - ref).abs()  # Adam's first steps are almost sign steps: a bf16 gradient near 0 may flip one
+        assert gap.mean() < 2e-3 and (gap > 0.02).float().mean() < 0.01
+    kw = dict(KW, lr=0.01, momentum=0.0)
+    mixed = Trainer(workers=4, arch=f"zero(stage={stage}, optimizer='adam', precision='mixed')", **kw).fit(2)
+    assert sum(mixed.bytes_sent[-1]) == 4 * zero_bytes(PSI, 4, stage, bytes_per_value=2)
+
+
 def test_zero_memory_is_zeros_figure_1():
     """Rajbhandari et al. 2020, Figure 1: 7.5B parameters, 64 GPUs, mixed-precision Adam."""
     gb = [zero_memory(7.5e9, 64, stage)["total"] / 1e9 for stage in range(4)]
@@ -122,6 +139,8 @@ def test_gloo_stage_3_equals_threads():
 @pytest.mark.parametrize("kw, words", [
     (dict(arch="zero(stage=4)"), ["stage 4", "valid stages: 1, 2, 3"]),
     (dict(arch="zero(stage=2, optimizer='lamb')"), ["'lamb'", "sgd, adam"]),
+    (dict(arch="zero(stage=2, precision='fp8')"), ["'fp8'", "fp32, mixed"]),
+    (dict(arch="zero(stage=2, precision='mixed')"), ["optimizer='adam'"]),
     (dict(arch="zero(stage=2)", sync="local_sgd(period=2)"), ["sync='local_sgd(period=2)'", "'bsp'"]),
     (dict(arch="zero(stage=1)", compress="topk(0.1)"), ["compress='topk(0.1)'", "None"]),
     (dict(arch="zero(stage=1)", schedule="wfbp"), ["schedule='wfbp'"]),

@@ -23,10 +23,13 @@ Memory per rank, bytes, with A bytes per parameter and per gradient and K bytes 
 state per parameter (:func:`zero_memory`): stage 0 (plain data parallelism) (A + A + K) Psi;
 stage 1, 2 A Psi + K Psi/N; stage 2, A Psi + (A + K) Psi/N; stage 3, (2 A + K) Psi/N. The paper's
 mixed-precision Adam has A = 2 (fp16 parameters and gradients) and K = 12 (fp32 master weights,
-momentum and variance): 16 Psi, 4 Psi + 12 Psi/N, 2 Psi + 14 Psi/N, 16 Psi/N. In fp32 (what runs
-here, on any device): A = 4 and K = 0 for SGD, 4 for SGD with momentum, 8 for Adam.
+momentum and variance): 16 Psi, 4 Psi + 12 Psi/N, 2 Psi + 14 Psi/N, 16 Psi/N. In fp32:
+A = 4 and K = 0 for SGD, 4 for SGD with momentum, 8 for Adam.
 :meth:`ZeroExchange.memory` counts the tensors a rank really holds between steps, and the tests
-check they are these formulas.
+check they are these formulas, for fp32 SGD and Adam and for ``precision="mixed"``: the model
+computes in bf16 (fp16's range problems need loss scaling, which bf16 does not; both are 2 bytes),
+its gradients are reduced in bf16 (half the bytes on the wire), and the fp32 master chunk, momentum
+and variance live in the optimizer shard. Mixed precision trains close to, not exactly like, fp32.
 """
 from __future__ import annotations
 
@@ -75,15 +78,20 @@ def zero_bytes(psi: float, n: int, stage: int, bytes_per_value: int = 4) -> floa
 
 class Zero:
     """``arch="zero(stage=2)"`` (``optimizer="sgd"`` with the Trainer's lr, momentum and weight
-    decay, or ``"adam"`` with its lr and weight decay): an architecture of the Trainer."""
+    decay, or ``"adam"`` with its lr and weight decay; ``precision="fp32"``, or ``"mixed"`` with
+    Adam): an architecture of the Trainer."""
 
     name = "zero"
 
-    def __init__(self, stage: int = 1, optimizer: str = "sgd"):
+    def __init__(self, stage: int = 1, optimizer: str = "sgd", precision: str = "fp32"):
         check_stage(stage)
         if optimizer not in OPTIMIZERS:
             raise ValueError(f"ZeRO optimizer {optimizer!r} is not known; valid: {', '.join(OPTIMIZERS)}")
-        self.stage, self.optimizer = stage, optimizer
+        if precision not in VALUE_BYTES:
+            raise ValueError(f"ZeRO precision {precision!r} is not known; valid: {', '.join(VALUE_BYTES)}")
+        if precision == "mixed" and optimizer != "adam":
+            raise ValueError("precision='mixed' is the paper's mixed-precision Adam; use optimizer='adam'")
+        self.stage, self.optimizer, self.precision = stage, optimizer, precision
 
     def check(self, config, sync, compressor, reply) -> None:
         for option, value, valid in (("sync", config.sync, ("bsp",)), ("compress", config.compress, (None,)),
@@ -100,7 +108,7 @@ class Zero:
         return False
 
     def exchange(self, comm, model, optimizer, setup) -> "ZeroExchange":
-        return ZeroExchange(comm, model, optimizer.param_groups[0], self.stage, self.optimizer)
+        return ZeroExchange(comm, model, optimizer.param_groups[0], self.stage, self.optimizer, self.precision)
 
     def time(self, nbytes: float, workers: int, link) -> float:
         """Closed-form seconds of one step's messages: a ring reduce-scatter and all-gather of
@@ -108,7 +116,7 @@ class Zero:
         return (1.5 if self.stage == 3 else 1.0) * ring.cost(nbytes, workers, get_link(link))
 
     def __repr__(self) -> str:
-        return f"Zero(stage={self.stage}, optimizer={self.optimizer!r})"
+        return f"Zero(stage={self.stage}, optimizer={self.optimizer!r}, precision={self.precision!r})"
 
 
 def _nbytes(tensors) -> int:
@@ -119,26 +127,35 @@ class ZeroExchange(Exchange):
     """One rank's ZeRO: the chunk it owns, its optimizer over that chunk, the gathers and the
     reduce-scatter (see the module doc). ``memory()`` counts what the rank holds."""
 
-    def __init__(self, comm, model, settings: dict, stage: int, optimizer: str):
-        self.comm, self.stage = comm, stage
+    def __init__(self, comm, model, settings: dict, stage: int, optimizer: str, precision: str = "fp32"):
+        self.comm, self.stage, self.mixed = comm, stage, precision == "mixed"
         self.group = Group(comm, range(comm.world_size))
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.shapes = [p.shape for p in self.params]
         self.numel = sum(p.numel() for p in self.params)
-        a, b = bounds(self.numel, comm.world_size)[comm.rank]
+        self.span = bounds(self.numel, comm.world_size)[comm.rank]
+        a, b = self.span
+        self.dtype = torch.bfloat16 if self.mixed else self.params[0].dtype  # the working precision
         flat = torch.cat([p.detach().reshape(-1) for p in self.params])
-        self.chunk = torch.nn.Parameter(flat[a:b].clone())
+        self.master = torch.nn.Parameter(flat[a:b].clone())  # what the optimizer updates, fp32
         if optimizer == "adam":
-            self.optimizer = torch.optim.Adam([self.chunk], lr=settings["lr"], weight_decay=settings["weight_decay"])
+            self.optimizer = torch.optim.Adam([self.master], lr=settings["lr"], weight_decay=settings["weight_decay"])
         else:
-            self.optimizer = torch.optim.SGD([self.chunk], lr=settings["lr"], momentum=settings["momentum"],
+            self.optimizer = torch.optim.SGD([self.master], lr=settings["lr"], momentum=settings["momentum"],
                                              weight_decay=settings["weight_decay"])
-        if stage < 3:  # the model's parameters become views of one flat buffer; the chunk is a view too
-            self.flat = flat
-            self._point(flat)
-            self.chunk.data = flat[a:b]
+        self.grad_chunk = None  # stages 2, 3: the reduced gradient of the chunk, kept between steps
+        if self.mixed:  # the model computes in bf16; its inputs are cast on the way in
+            model.register_forward_pre_hook(lambda m, args: tuple(
+                x.to(self.dtype) if torch.is_tensor(x) and x.is_floating_point() else x for x in args))
+        if stage < 3:  # the model's parameters become views of one flat buffer in the working precision
+            self.flat = flat.to(self.dtype)
+            self._point(self.flat)
+            if not self.mixed:
+                self.master.data = self.flat[a:b]  # fp32: the optimizer's chunk is the model's own
+            self.work = self.flat[a:b]
         else:
             self.flat = None
+            self.work = self.master.detach() if not self.mixed else self.master.detach().to(self.dtype)
             self._release()
             model.register_forward_hook(self._after_forward)
 
@@ -152,7 +169,7 @@ class ZeroExchange(Exchange):
 
     def _gather(self) -> None:
         """All-gather the chunks into whole parameters (stage 3, before forward and backward)."""
-        self._point(self.group.all_gather(self.chunk.detach(), self.numel))
+        self._point(self.group.all_gather(self.work, self.numel))
 
     def _release(self) -> None:
         for p in self.params:
@@ -175,19 +192,23 @@ class ZeroExchange(Exchange):
 
     # ----- the step -------------------------------------------------------------------
     def step(self, model, optimizer) -> None:
-        grad = torch.cat([(p.grad if p.grad is not None else torch.zeros(s)).reshape(-1)
+        grad = torch.cat([(p.grad if p.grad is not None else torch.zeros(s, dtype=self.dtype)).reshape(-1)
                           for p, s in zip(self.params, self.shapes)])
-        self.chunk.grad = self.group.reduce_scatter(grad, op="avg").clone()
+        reduced = self.group.reduce_scatter(grad, op="avg").clone()
         del grad
         if self.stage >= 2:  # only the chunk's gradient is kept
+            self.grad_chunk = reduced
             for p in self.params:
                 p.grad = None
+        self.master.grad = reduced.to(self.master.dtype)
         self.optimizer.step()
-        if self.stage == 1:  # the whole gradient is kept instead
-            self.chunk.grad = None
+        self.master.grad = None
         if self.stage < 3:
-            self.flat.copy_(self.group.all_gather(self.chunk.detach(), self.numel))
+            if self.mixed:
+                self.work.copy_(self.master.detach())
+            self.flat.copy_(self.group.all_gather(self.work, self.numel))
         else:
+            self.work = self.master.detach().to(self.dtype) if self.mixed else self.master.detach()
             self._release()
 
     def average(self, tensors):
@@ -199,15 +220,16 @@ class ZeroExchange(Exchange):
         return _Whole(self) if self.stage == 3 else nullcontext()
 
     def memory(self) -> dict:
-        """Bytes this rank holds between steps: parameters, gradients, optimizer state."""
-        params = _nbytes([self.chunk]) if self.stage == 3 else _nbytes([self.flat])
-        grads = _nbytes([self.chunk.grad, *(p.grad for p in self.params)])
+        """Bytes this rank holds between steps: parameters (working precision), gradients, and
+        optimizer state (with the fp32 master chunk when the model computes in bf16)."""
+        params = _nbytes([self.work]) if self.stage == 3 else _nbytes([self.flat])
+        grads = _nbytes([self.grad_chunk, *(p.grad for p in self.params)])
         state = _nbytes(v for s in self.optimizer.state.values() for v in s.values()
-                        if torch.is_tensor(v) and v.dim() > 0)
+                        if torch.is_tensor(v) and v.dim() > 0) + (_nbytes([self.master]) if self.mixed else 0)
         return {"params": params, "grads": grads, "optimizer": state, "total": params + grads + state}
 
     def __repr__(self) -> str:
-        return f"ZeroExchange(stage={self.stage}, chunk={self.chunk.numel()} of {self.numel})"
+        return f"ZeroExchange(stage={self.stage}, chunk={self.master.numel()} of {self.numel}, mixed={self.mixed})"
 
 
 class _Whole:
@@ -216,9 +238,9 @@ class _Whole:
 
     def __enter__(self):
         x = self.x
-        a, b = bounds(x.numel, x.comm.world_size)[x.comm.rank]
-        flat = torch.zeros(x.numel, dtype=x.chunk.dtype)
-        flat[a:b] = x.chunk.detach()
+        a, b = x.span
+        flat = torch.zeros(x.numel, dtype=x.work.dtype)
+        flat[a:b] = x.work
         x._point(x.comm.unrecorded_all_reduce(flat))
         return self
 
