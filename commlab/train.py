@@ -65,7 +65,7 @@ class Trainer:
     messages go during backward from a communication thread per rank, and the History keeps
     their timeline.
     parallel: None, or a 3D layout of the tiny transformer (model="transformer", data="tokens"):
-    "dp=2,tp=2,pp=2,micro_batches=4,schedule=1f1b" with dp*tp*pp = workers (see
+    "dp=2,tp=2,pp=2,micro_batches=4,schedule=1f1b[,sequence_parallel=1]" with dp*tp*pp = workers (see
     :mod:`commlab.parallel`): tensor-parallel layers, a pipeline of stages, BSP over the dp
     replicas; it trains exactly like BSP over dp workers. ZeRO is an architecture:
     arch="zero(stage=2)".

@@ -11,6 +11,8 @@ def test_parse_fills_missing_degrees_with_one():
     lay = Layout.parse("dp=2, tp=2, pp=2, micro_batches=4, schedule=gpipe")
     assert (lay.dp, lay.tp, lay.pp, lay.micro_batches, lay.schedule) == (2, 2, 2, 4, "gpipe")
     assert Layout.parse(str(lay)) == lay and lay.world == 8
+    sp = Layout.parse("tp=2,sequence_parallel=1")
+    assert sp.sequence_parallel and Layout.parse(str(sp)) == sp
 
 
 @pytest.mark.parametrize("spec, words", [
@@ -63,4 +65,6 @@ def test_check_refuses_what_the_model_cannot_take():
         Layout(pp=3).check(3, **SHAPE)
     with pytest.raises(ValueError, match=r"micro_batches=8 is more than batch_size=4"):
         Layout(pp=2, micro_batches=8).check(2, batch_size=4, **SHAPE)
+    with pytest.raises(ValueError, match=r"sequence_parallel cuts the 15 positions over tp=2 ranks; valid tp: 1"):
+        Layout(tp=2, sequence_parallel=True).check(2, seq=15, **SHAPE)
     assert Layout(dp=2, tp=2, pp=2).check(8, **SHAPE).world == 8

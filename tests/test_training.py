@@ -26,6 +26,7 @@ def bsp():
     ("dp=2,tp=2,pp=2,micro_batches=4", 8),
     ("dp=2,pp=2,micro_batches=3,schedule=gpipe", 4),
     ("dp=2,tp=2", 4),
+    ("dp=2,tp=2,pp=2,micro_batches=2,sequence_parallel=1", 8),
 ])
 def test_layouts_train_exactly_like_bsp(bsp, spec, workers):
     h = Trainer(workers=workers, parallel=spec, **KW).fit(STEPS)
@@ -44,6 +45,19 @@ def test_bytes_per_step_are_the_closed_form():
     layer = tp_bytes(b=4, s=16, h=32, t=2)
     boundary = 4 * 16 * 32 * 4
     want = 4 * (layer["forward"] + layer["backward"] + boundary)
+    assert h.bytes_sent[-1] == [want] * 4
+
+
+def test_sequence_parallel_bytes():
+    """Sequence parallelism: the layers send the same bytes; the stages pass shards of s/t positions,
+    entering the sequence-parallel region costs an all-gather of the gradient (first stage) and
+    leaving it an all-gather of the activations (last stage), and the LayerNorms' and the row
+    layers' biases' partial gradients are summed over the tp group."""
+    h = Trainer(workers=4, parallel="tp=2,pp=2,micro_batches=4,sequence_parallel=1", **KW).fit(2)
+    layer = tp_bytes(b=4, s=16, h=32, t=2, sequence_parallel=True)
+    n = 4 * 16 * 32 * 4
+    replicated = (4 * 32 + 2 * 32) * 4  # two LayerNorms, two row biases; a ring over 2 sends all of it
+    want = 4 * (layer["forward"] + layer["backward"] + n / 2 + n / 2) + replicated
     assert h.bytes_sent[-1] == [want] * 4
 
 
@@ -74,6 +88,7 @@ def test_gloo_equals_threads():
     (dict(parallel="tp=2", workers=2, compress="topk(0.1)"), ["compress='topk(0.1)'", "None"]),
     (dict(parallel="tp=2", workers=2, model="mlp", data="digits"), ["model='mlp'", "model='transformer'"]),
     (dict(parallel="tp=2,zz=1", workers=2), ["'zz=1'", "dp=..."]),
+    (dict(parallel="tp=2,sequence_parallel=yes", workers=2), ["sequence_parallel='yes'", "0, 1"]),
     (dict(parallel="pp=2,micro_batches=32", workers=2), ["micro_batches=32", "batch_size=16"]),
 ])
 def test_bad_layouts_fail_before_any_rank_starts(kw, words):

@@ -1,7 +1,7 @@
 """A 3D layout: ``dp`` data-parallel replicas x ``pp`` pipeline stages x ``tp`` tensor-parallel ranks.
 
-``Layout.parse("dp=2,tp=2,pp=2")`` (a missing degree is 1; optional ``micro_batches=4`` and
-``schedule=1f1b`` or ``gpipe``). Ranks are numbered as Megatron-LM numbers
+``Layout.parse("dp=2,tp=2,pp=2")`` (a missing degree is 1; optional ``micro_batches=4``,
+``schedule=1f1b`` or ``gpipe``, and ``sequence_parallel=1``). Ranks are numbered as Megatron-LM numbers
 them (Narayanan et al., SC'21): tensor-parallel ranks fastest, then data-parallel, then pipeline,
 
     rank = t + tp * (d + dp * s)        (t: TP index, d: DP replica, s: pipeline stage)
@@ -22,7 +22,7 @@ from .pipeline import SCHEDULES
 
 TAGS = {"tp": 1100, "dp": 1200, "pp": 1300}
 DEGREES = ("dp", "tp", "pp")
-OPTIONS = DEGREES + ("micro_batches", "schedule")
+OPTIONS = DEGREES + ("micro_batches", "schedule", "sequence_parallel")
 
 
 def divisors(n: int) -> list[int]:
@@ -36,6 +36,7 @@ class Layout:
     pp: int = 1
     micro_batches: int = 1
     schedule: str = "1f1b"
+    sequence_parallel: bool = False
 
     def __post_init__(self):
         for name in DEGREES + ("micro_batches",):
@@ -48,7 +49,7 @@ class Layout:
 
     @classmethod
     def parse(cls, spec) -> "Layout":
-        """A Layout from "dp=2,tp=2,pp=2[,micro_batches=4][,schedule=gpipe]"."""
+        """A Layout from "dp=2,tp=2,pp=2[,micro_batches=4][,schedule=gpipe][,sequence_parallel=1]"."""
         if isinstance(spec, Layout):
             return spec
         if not isinstance(spec, str) or not spec.strip():
@@ -63,6 +64,10 @@ class Layout:
                 raise ValueError(f"parallel={spec!r} gives {key} twice")
             if key == "schedule":
                 kw[key] = value.strip("'\"")
+            elif key == "sequence_parallel":
+                if value not in ("0", "1", "True", "False"):
+                    raise ValueError(f"parallel={spec!r}: sequence_parallel={value!r}; valid: 0, 1")
+                kw[key] = value in ("1", "True")
             else:
                 try:
                     kw[key] = int(value)
@@ -97,7 +102,7 @@ class Layout:
         """This rank's three groups, by kind."""
         return {kind: Group(comm, self.members(comm.rank, kind), TAGS[kind]) for kind in TAGS}
 
-    def check(self, workers: int, *, layers: int, heads: int, hidden: int, ffn: int,
+    def check(self, workers: int, *, layers: int, heads: int, hidden: int, ffn: int, seq: int | None = None,
               batch_size: int | None = None) -> "Layout":
         """Refuse a layout the model or the run cannot take, naming the valid choices."""
         if self.world != workers:
@@ -109,6 +114,9 @@ class Layout:
                              f"the MLP's {ffn}; valid tp: {', '.join(map(str, valid_tp))}")
         if self.pp > layers:
             raise ValueError(f"pp={self.pp} is larger than the model's {layers} layers; valid pp: 1..{layers}")
+        if self.sequence_parallel and seq is not None and seq % self.tp:
+            raise ValueError(f"sequence_parallel cuts the {seq} positions over tp={self.tp} ranks; valid tp: "
+                             f"{', '.join(str(k) for k in valid_tp if seq % k == 0)}")
         if batch_size is not None and batch_size < self.micro_batches:
             raise ValueError(f"micro_batches={self.micro_batches} is more than batch_size={batch_size}; valid: "
                              f"1..{batch_size}")
@@ -117,4 +125,5 @@ class Layout:
     def __str__(self) -> str:
         extra = "" if self.micro_batches == 1 else f",micro_batches={self.micro_batches}"
         extra += "" if self.schedule == "1f1b" else f",schedule={self.schedule}"
+        extra += ",sequence_parallel=1" if self.sequence_parallel else ""
         return f"dp={self.dp},tp={self.tp},pp={self.pp}{extra}"

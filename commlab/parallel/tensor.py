@@ -74,13 +74,26 @@ def _reduce_scatter(group, x, dim):
 
 class _GatherSequence(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, group, dim):
-        ctx.group, ctx.dim = group, dim
+    def forward(ctx, x, group, dim, reduce_grad):
+        ctx.group, ctx.dim, ctx.reduce_grad = group, dim, reduce_grad
         return _all_gather(group, x, dim).contiguous()
 
     @staticmethod
     def backward(ctx, grad):
-        return _reduce_scatter(ctx.group, grad, ctx.dim).contiguous(), None, None
+        if ctx.reduce_grad:
+            return _reduce_scatter(ctx.group, grad, ctx.dim).contiguous(), None, None, None
+        return grad.chunk(ctx.group.size, dim=ctx.dim)[ctx.group.index].contiguous(), None, None, None
+
+
+class _SplitSequence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, group, dim):
+        ctx.group, ctx.dim = group, dim
+        return x.chunk(group.size, dim=dim)[group.index].contiguous()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_gather(ctx.group, grad, ctx.dim).contiguous(), None, None
 
 
 class _ScatterSequence(torch.autograd.Function):
@@ -104,10 +117,20 @@ def reduce_from(group, x: torch.Tensor) -> torch.Tensor:
     return x if group.size == 1 else _ReduceFrom.apply(x, group)
 
 
-def gather_sequence(group, x: torch.Tensor, dim: int = 1) -> torch.Tensor:
+def gather_sequence(group, x: torch.Tensor, dim: int = 1, reduce_grad: bool = True) -> torch.Tensor:
     """Sequence parallelism's f: all-gather the sequence shards along ``dim`` (in group order)
-    forward, reduce-scatter of the gradient backward."""
-    return x if group.size == 1 else _GatherSequence.apply(x, group, dim)
+    forward, reduce-scatter of the gradient backward. With ``reduce_grad=False`` (what follows is
+    replicated, so every rank has the same whole gradient) backward keeps the rank's shard."""
+    return x if group.size == 1 else _GatherSequence.apply(x, group, dim, reduce_grad)
+
+
+def split_sequence(group, x: torch.Tensor, dim: int = 1) -> torch.Tensor:
+    """Enter a sequence-parallel region from a replicated tensor: keep this rank's shard along
+    ``dim`` forward (nothing sent), all-gather the gradient backward."""
+    if x.shape[dim] % group.size:
+        raise ValueError(f"sequence parallelism cuts the {x.shape[dim]} positions over {group.size} ranks; "
+                         f"the sequence length must be a multiple of the tensor-parallel size")
+    return x if group.size == 1 else _SplitSequence.apply(x, group, dim)
 
 
 def scatter_sequence(group, x: torch.Tensor, dim: int = 1) -> torch.Tensor:

@@ -9,7 +9,8 @@ on rank (d, t, s):
    m micro-batches;
 2. the pipeline (:func:`~commlab.parallel.pipeline.run_pipeline`, GPipe or 1F1B) runs forward
    and backward of the m micro-batches through the stages, each stage's layers tensor-split over
-   its tp group (:mod:`commlab.parallel.stages`); micro-batch i's loss is scaled by n_i / B so
+   its tp group (:mod:`commlab.parallel.stages`; with ``sequence_parallel=1`` the activations
+   are cut along the sequence too); micro-batch i's loss is scaled by n_i / B so
    the accumulated gradient is the batch mean's;
 3. the dp ranks holding the same shard average its gradient (a ring all-reduce over the dp group:
    2 (dp-1)/dp of the shard per rank) and each applies the Trainer's SGD rule to its shard.
@@ -40,6 +41,7 @@ from ..flat import flatten, unflatten_into
 from .layout import Layout
 from .pipeline import run_pipeline
 from .stages import shape_of, stage_layers, transformer_stage
+from .tensor_layer import sync_replicated_grads
 
 
 def layout_for(c, probe) -> Layout:
@@ -78,7 +80,7 @@ def train_rank(comm, c, ds, shards, flops_per_sample: float, build, layout, step
     d, t, s = layout.coords(comm.rank)
     groups = layout.groups(comm)
     full = build()
-    stage = transformer_stage(full, s, layout.pp, groups["tp"]).to(comm.device).train()
+    stage = transformer_stage(full, s, layout.pp, groups["tp"], layout.sequence_parallel).to(comm.device).train()
     del full
     params = [p for p in stage.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(params, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
@@ -104,6 +106,7 @@ def train_rank(comm, c, ds, shards, flops_per_sample: float, build, layout, step
         optimizer.zero_grad(set_to_none=False)
         losses = run_pipeline(groups["pp"], stage, layout.schedule, m, inputs=xs, targets=ys, loss_fn=loss_fn,
                               compute=seconds)
+        sync_replicated_grads(stage, groups["tp"])  # sequence parallelism's partial LayerNorm gradients
         flat = flatten(p.grad for p in params)
         groups["dp"].all_reduce(flat, op="avg")
         unflatten_into(flat, [p.grad for p in params])
@@ -136,7 +139,8 @@ def join(full, results, layout, step: int) -> None:
     updates = []
     for s in range(layout.pp):
         for t in range(layout.tp):
-            stage = transformer_stage(full, s, layout.pp, SimpleNamespace(index=t, size=layout.tp))
+            stage = transformer_stage(full, s, layout.pp, SimpleNamespace(index=t, size=layout.tp),
+                                      layout.sequence_parallel)
             where = {id(p): (f"encoder.layers.{first + j}.{name}", dim, idx)
                      for j, layer in enumerate(stage.layers) for p, name, dim, idx in layer.slices()}
             kept = results[layout.rank(0, t, s)]["snapshots"][step]
