@@ -89,9 +89,9 @@ def zero_memory_table(workers: int = 5) -> pd.DataFrame:
     for stage in range(4):
         fp32 = launch(_memory_rank, workers, args=(stage, "adam"))[0]["total"]
         mixed = launch(_memory_rank, workers, args=(stage, "adam", "mixed"))[0]["total"] if stage else float("nan")
-        rows[f"stage {stage}"] = {"fp32 measured": fp32, "fp32 formula": zero_memory(psi, workers, stage, "adam", "fp32")
-                                  ["total"], "mixed measured": mixed,
-                                  "mixed formula": zero_memory(psi, workers, stage, "adam", "mixed")["total"]}
+        rows[f"stage {stage}"] = {
+            "fp32 measured": fp32, "fp32 formula": zero_memory(psi, workers, stage, "adam", "fp32")["total"],
+            "mixed measured": mixed, "mixed formula": zero_memory(psi, workers, stage, "adam", "mixed")["total"]}
     return pd.DataFrame(rows).T
 
 

@@ -22,4 +22,5 @@ from .zero import Zero, ZeroExchange, zero_bytes, zero_memory
 
 ARCHITECTURES.register(Zero.name, Zero)
 
-__all__ = ["ExpertParallelMoE", "MoE", "all_to_all", "MODELS", "ModelConfig", "PUBLISHED", "Plan", "candidates", "plan", "Layout", "Zero", "ZeroExchange", "join", "layout_for", "train_rank", "zero_bytes", "zero_memory"]
+__all__ = ["ExpertParallelMoE", "Layout", "MODELS", "MoE", "ModelConfig", "PUBLISHED", "Plan", "Zero", "ZeroExchange",
+           "all_to_all", "candidates", "join", "layout_for", "plan", "train_rank", "zero_bytes", "zero_memory"]
