@@ -41,6 +41,15 @@ def test_bytes_and_times_are_the_closed_forms():
     assert p.time["total"] == pytest.approx(sum(v for k, v in p.time.items() if k != "total"))
 
 
+def test_micro_batches_and_sequence_length():
+    a = plan("gpt3-175b", 1024, tp=8, pp=16, dp=8, batch=1536, micro_batches=48)
+    assert a.micro_batches == 48 and a.micro_batch == 4
+    short = plan("gpt3-175b", 1024, tp=8, pp=16, dp=8, batch=1536, seq=1024)
+    assert short.bytes["pp"] == plan("gpt3-175b", 1024, tp=8, pp=16, dp=8, batch=1536).bytes["pp"] / 2
+    with pytest.raises(ValueError, match="micro_batches=7"):
+        plan("gpt3-175b", 1024, tp=8, pp=16, dp=8, batch=1536, micro_batches=7)
+
+
 def test_zero_3_sends_one_and_a_half_times_the_gradient():
     base, z3 = (plan("gpt3-175b", 512, tp=8, pp=8, dp=8, zero=z, batch=512) for z in (0, 3))
     assert z3.bytes["dp"] == pytest.approx(1.5 * base.bytes["dp"])

@@ -78,6 +78,8 @@ def test_gloo_equals_threads():
     gloo = Trainer(workers=4, parallel="tp=2,pp=2,micro_batches=2", runtime="gloo", **kw).fit(3)
     assert max(abs(a - b) for a, b in zip(threads.loss, gloo.loss)) < 1e-5
     assert gloo.bytes_sent == threads.bytes_sent and gloo.sim_time == pytest.approx(threads.sim_time)
+    single = Trainer(workers=1, **kw).fit(3)  # one process, the whole model: what dp=1 must reproduce
+    assert max(abs(a - b) for a, b in zip(single.loss, gloo.loss)) < 1e-4
 
 
 @pytest.mark.parametrize("kw, words", [

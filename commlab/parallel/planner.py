@@ -31,6 +31,7 @@ and direction, (m + p - 1) x 2; the dp all-reduce after the pipeline flush, not 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -112,12 +113,25 @@ def activations(cfg, tp: int, pp: int, m: int, micro_batch: int, recompute: str,
 
 
 def plan(model, gpus: int, tp: int = 1, pp: int = 1, dp: int | None = None, zero: int = 0, batch: int | None = None,
-         micro_batch: int = 1, cluster: Cluster | None = None, device="a100", memory_gb: float = 80.0,
-         recompute: str = "full", sequence_parallel: bool = False, efficiency: float = EFFICIENCY) -> Plan:
-    """The :class:`Plan` of one layout (see the module doc); ``batch`` defaults to gpus sequences."""
+         micro_batch: int = 1, micro_batches: int | None = None, seq: int | None = None, cluster: Cluster | None = None,
+         device="a100", memory_gb: float = 80.0, recompute: str = "full", sequence_parallel: bool = False,
+         efficiency: float = EFFICIENCY) -> Plan:
+    """The :class:`Plan` of one layout (see the module doc). ``batch`` (sequences per step)
+    defaults to one per GPU; give the micro-batch size ``micro_batch`` or the number of
+    micro-batches per replica ``micro_batches``; ``seq`` overrides the model's sequence length."""
     cfg = get_model(model)
+    if seq is not None:
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise ValueError(f"plan: seq={seq!r} must be an integer >= 1")
+        cfg = dataclasses.replace(cfg, seq=seq)
     dp = gpus // (tp * pp) if dp is None else dp
     batch = gpus if batch is None else batch
+    if micro_batches is not None:
+        if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1 \
+                or dp < 1 or batch % (dp * micro_batches):
+            raise ValueError(f"plan: micro_batches={micro_batches!r} must be an integer >= 1 dividing the "
+                             f"{batch} sequences of each of dp={dp} replicas' share")
+        micro_batch = batch // (dp * micro_batches)
     cluster = dgx_a100(max(1, math.ceil(gpus / 8))) if cluster is None else cluster
     g = cluster.gpus_per_node
     _check(cfg, gpus, tp, pp, dp, zero, batch, micro_batch, g, recompute)
