@@ -13,7 +13,10 @@ Modules, one idea each: :mod:`.links` (links calibrated from the literature),
 :mod:`.devices` (profiles from FLOPs, scaled to a device's single-GPU throughput),
 :mod:`.cluster` (nodes and links, and which collective model and why),
 :mod:`.collectives` (closed forms), :mod:`.events` (the message-level event loop),
-:mod:`.programs` (every point-to-point message of a collective), :mod:`.iteration`.
+:mod:`.programs` (every point-to-point message of a collective), :mod:`.iteration`;
+:mod:`.fabric` (switch fabrics as graphs: fat-tree with oversubscription, BCube, 2-D torus; ECMP
+routes) and :mod:`.flows` (flow-level simulation: max-min fair sharing of links, re-solved at
+every flow's start and end).
 """
 from __future__ import annotations
 
@@ -21,8 +24,9 @@ from ..schedule.profile import Profile
 from .cluster import Cluster
 from .collectives import comm_time
 from .devices import BUILTINS, DEVICES, PROFILES, Device, builtin, get_device, profile
+from .fabric import FABRICS, Fabric, bcube, fat_tree, torus_2d
 from .iteration import LEVELS, METHODS, Iteration, iteration
 from .links import LINKS, SOURCES, link
 
 __all__ = ["Profile", "profile", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
-           "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS"]
+           "FABRICS", "Fabric", "bcube", "fat_tree", "torus_2d", "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS"]
