@@ -28,8 +28,6 @@ b s h values each for a transformer (b the micro-batch size): 2 m b s h values p
 """
 from __future__ import annotations
 
-import torch
-
 
 def _check(p, m) -> None:
     for name, v in (("p (stages)", p), ("m (micro-batches)", m)):
