@@ -53,7 +53,7 @@ def test_moe_table_bytes():
 
 def test_megatron_table_and_plan_figure():
     t = ch10.megatron_table()
-    assert list(t.index) == ["gpt3-175b", "gpt-1t"]
+    assert list(t.index) == ["gpt-145b", "gpt3-175b", "gpt-1t"]
     axes = ch10.plan_figure(planner.plan("gpt3-175b", 64, 8, 8, 1, batch=64))
     assert len(axes) == 2 and axes[0].patches
 

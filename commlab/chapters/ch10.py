@@ -228,7 +228,7 @@ def threed_runs(steps: int = 30) -> dict:
 
 def megatron_table(efficiency: float = planner.EFFICIENCY) -> pd.DataFrame:
     rows = {}
-    for name in ("megatron-175b", "megatron-1t"):
+    for name in ("megatron-145b", "megatron-175b", "megatron-1t"):
         pub, ours = planner.PUBLISHED[name], planner.published_plan(name, efficiency=efficiency)
         rows[pub["model"]] = {"GPUs": pub["gpus"], "tp x pp x dp": f"{pub['tp']} x {pub['pp']} x {pub['dp']}",
                               "paper TFLOP/s/GPU": pub["tflops_per_gpu"],
