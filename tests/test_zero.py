@@ -6,9 +6,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from commlab.arch import ring
+from commlab.arch.chunks import bounds
 from commlab.data import load
 from commlab.models import build_model
-from commlab.parallel.zero import ZeroExchange, zero_bytes, zero_memory
+from commlab.net.link import get_link
+from commlab.parallel.zero import Zero, ZeroExchange, zero_bytes, zero_memory
 from commlab.runtime import launch
 from commlab.train import Trainer
 
@@ -41,11 +44,64 @@ def test_bytes_per_step_are_the_closed_form(bsp, stage):
         assert h.sim_time[-1] > bsp.sim_time[-1]
 
 
-def test_transformer_stage_3_equals_bsp():
-    kw = dict(model="transformer", data="tokens", batch_size=8, lr=0.05, seed=1, progress=False)
-    ref = Trainer(workers=2, arch="ring", **kw).fit(3)
-    h = Trainer(workers=2, arch="zero(stage=3)", **kw).fit(3)
-    assert max(abs(a - b) for a, b in zip(ref.loss, h.loss)) < 1e-5
+TKW = dict(model="transformer", data="tokens", batch_size=8, lr=0.05, momentum=0.9, weight_decay=1e-3, seed=1,
+           progress=False)
+
+
+@pytest.fixture(scope="module")
+def transformer_bsp():
+    return Trainer(workers=2, arch="ring", **TKW).fit(3)
+
+
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_transformer_every_stage_equals_bsp(transformer_bsp, stage):
+    h = Trainer(workers=2, arch=f"zero(stage={stage})", **TKW).fit(3)
+    assert max(abs(a - b) for a, b in zip(transformer_bsp.loss, h.loss)) < 1e-5
+    assert h.test_accuracy == transformer_bsp.test_accuracy
+
+
+def test_time_is_the_closed_form_and_the_simulated_clock(bsp):
+    """Stages 1, 2 cost a ring all-reduce; stage 3 half as much again: its simulated clock runs
+    ahead of BSP's by one more all-gather of Psi fp32 values per step."""
+    link = get_link("10GbE")
+    one, three = Zero(stage=1).time(4 * PSI, 4, link), Zero(stage=3).time(4 * PSI, 4, "10GbE")
+    assert one == Zero(stage=2).time(4 * PSI, 4, link) == ring.cost(4 * PSI, 4, link)
+    assert three == pytest.approx(1.5 * one) and three == pytest.approx(3 * 3 * link.time(4 * PSI / 4))
+    h = Trainer(workers=4, arch="zero(stage=3)", **KW).fit(6)
+    assert h.sim_time[-1] - bsp.sim_time[-1] == pytest.approx(6 * (three - one), rel=1e-4)  # chunks of 1203 and 1202
+
+
+def _released(comm):
+    """Stage 3 on 2 ranks: (numels between steps, numels after forward, bytes sent by backward,
+    numels after backward) of the model's parameters."""
+    ds = load("digits")
+    with _LOCK:
+        torch.manual_seed(0)
+        model = build_model("mlp", ds)
+    ex = ZeroExchange(comm, model, dict(lr=0.1, momentum=0.0, weight_decay=0.0), 3, "sgd")
+    x, y = ds.x_train[comm.rank * 8:(comm.rank + 1) * 8], ds.y_train[comm.rank * 8:(comm.rank + 1) * 8]
+    out = []
+    for _ in range(2):
+        between = [p.numel() for p in model.parameters()]
+        ex.begin(0.0)
+        loss = F.cross_entropy(model(x), y)
+        after_forward = [p.numel() for p in model.parameters()]
+        before = comm.stats.snapshot()
+        loss.backward()
+        sent = (comm.stats.snapshot() - before).bytes_sent
+        after_backward = [p.numel() for p in model.parameters()]
+        ex.step(model, None)
+        out.append((between, after_forward, sent, after_backward))
+    return out, ex.memory()
+
+
+def test_stage_3_releases_the_parameters_and_gathers_them_again_for_backward():
+    for out, memory in launch(_released, 2):
+        for between, after_forward, sent, after_backward in out:
+            assert sum(between) == sum(after_forward) == 0  # only the chunk is held
+            assert sent == 4 * PSI // 2  # backward's all-gather: (N-1)/N Psi fp32 values
+            assert sum(after_backward) == PSI
+        assert memory["params"] == 4 * PSI // 2
 
 
 def _steps(comm, stage, optimizer, settings, steps=2, precision="fp32"):
@@ -102,6 +158,24 @@ def test_memory_is_the_papers_formula_and_the_update_torchs(optimizer, momentum,
     for memory, whole in results:
         assert memory == pytest.approx(want)
         assert torch.allclose(whole, ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("optimizer, precision", [("sgd", "fp32"), ("adam", "mixed")])
+def test_uneven_chunks_hold_the_formula_with_the_ranks_own_chunk(optimizer, precision):
+    """4810 parameters over 3 ranks: chunks of 1604, 1603, 1603; each rank's memory is the
+    formula with Psi/N replaced by its own chunk, and the fp32 SGD update is still torch's."""
+    settings = dict(lr=0.05, momentum=0.9 if optimizer == "sgd" else 0.0, weight_decay=1e-3)
+    a, k = (4, 4) if optimizer == "sgd" else (2, 12)
+    ref = _reference(optimizer, settings, 3)
+    for stage in (1, 2, 3):
+        results = launch(_steps, 3, args=(stage, optimizer, settings, 2, precision))
+        for (memory, whole), (lo, hi) in zip(results, bounds(PSI, 3)):
+            c = hi - lo
+            params, grads = a * (c if stage == 3 else PSI), a * (c if stage >= 2 else PSI)
+            assert memory == {"params": params, "grads": grads, "optimizer": k * c, "total": params + grads + k * c}
+            if precision == "fp32":
+                assert torch.allclose(whole, ref, atol=1e-6)
+    assert [hi - lo for lo, hi in bounds(PSI, 3)] == [1604, 1603, 1603]
 
 
 @pytest.mark.parametrize("stage", [1, 2, 3])

@@ -25,6 +25,7 @@ stage 1, 2 A Psi + K Psi/N; stage 2, A Psi + (A + K) Psi/N; stage 3, (2 A + K) P
 mixed-precision Adam has A = 2 (fp16 parameters and gradients) and K = 12 (fp32 master weights,
 momentum and variance): 16 Psi, 4 Psi + 12 Psi/N, 2 Psi + 14 Psi/N, 16 Psi/N. In fp32:
 A = 4 and K = 0 for SGD, 4 for SGD with momentum, 8 for Adam.
+When N does not divide Psi, Psi/N is the rank's own chunk (:func:`commlab.arch.chunks.bounds`).
 :meth:`ZeroExchange.memory` counts the tensors a rank really holds between steps, and the tests
 check they are these formulas, for fp32 SGD and Adam and for ``precision="mixed"``: the model
 computes in bf16 (fp16's range problems need loss scaling, which bf16 does not; both are 2 bytes),
@@ -222,7 +223,8 @@ class ZeroExchange(Exchange):
     def memory(self) -> dict:
         """Bytes this rank holds between steps: parameters (working precision), gradients, and
         optimizer state (with the fp32 master chunk when the model computes in bf16)."""
-        params = _nbytes([self.work]) if self.stage == 3 else _nbytes([self.flat])
+        held = [p.data for p in self.params]  # stage 3: released to empty tensors between steps
+        params = _nbytes([self.work, *held]) if self.stage == 3 else _nbytes([self.flat])  # stages 1, 2: views of flat
         grads = _nbytes([self.grad_chunk, *(p.grad for p in self.params)])
         state = _nbytes(v for s in self.optimizer.state.values() for v in s.values()
                         if torch.is_tensor(v) and v.dim() > 0) + (_nbytes([self.master]) if self.mixed else 0)
