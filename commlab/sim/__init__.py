@@ -16,7 +16,10 @@ Modules, one idea each: :mod:`.links` (links calibrated from the literature),
 :mod:`.programs` (every point-to-point message of a collective), :mod:`.iteration`;
 :mod:`.fabric` (switch fabrics as graphs: fat-tree with oversubscription, BCube, 2-D torus; ECMP
 routes) and :mod:`.flows` (flow-level simulation: max-min fair sharing of links, re-solved at
-every flow's start and end).
+every flow's start and end), :mod:`.gpu_fabric` (GPU clusters: NVSwitch or PCIe nodes, rails or
+one NIC per node), :mod:`.fabric_sync` (flat ring, leader, rail-aware all-reduce, PS and BML on a
+fabric, flow by flow), :mod:`.innetwork` (in-network aggregation in closed form) and
+:mod:`.protocols` (RDMA and TCP as links with a CPU cost).
 """
 from __future__ import annotations
 
@@ -24,9 +27,10 @@ from ..schedule.profile import Profile
 from .cluster import Cluster
 from .collectives import comm_time
 from .devices import BUILTINS, DEVICES, PROFILES, Device, builtin, get_device, profile
-from .fabric import FABRICS, Fabric, bcube, fat_tree, torus_2d
+from .fabric import Fabric, bcube, fat_tree, torus_2d
+from .gpu_fabric import FABRICS, build, gpu_cluster
 from .iteration import LEVELS, METHODS, Iteration, iteration
 from .links import LINKS, SOURCES, link
 
 __all__ = ["Profile", "profile", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
-           "FABRICS", "Fabric", "bcube", "fat_tree", "torus_2d", "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS"]
+           "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS"]

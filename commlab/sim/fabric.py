@@ -15,16 +15,18 @@ start-up, as in the alpha-beta model; a flow's bytes then move at the rate the f
   linked to the hosts that differ from it in one digit (base n) through that level's switch.
 * :func:`torus_2d` ``(a, b, link)``: a x b hosts wired to their four neighbours, no switches.
 
-**Routing** (:meth:`Fabric.path`): a shortest path, chosen hop by hop among the next hops that
+**Routing** (:meth:`Fabric.path`): a shortest path through switches (and through hosts only where
+the fabric is server-centric, ``hosts_forward``: BCube, the torus), chosen hop by hop among the next hops that
 keep it shortest (ECMP) by the destination's index, as the fat-tree's two-level routing spreads
-traffic by the destination's host number; deterministic, so the same run gives the same times.
+traffic by the destination's host number: the first choice by its last digit (base the number of
+choices), the next by the next digit, so an all-to-all spreads over every core switch; deterministic, so the same run gives the same times.
 """
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..net.link import get_link
+from .links import link as get_link
 
 
 @dataclass
@@ -32,9 +34,11 @@ class Fabric:
     name: str
     hosts: list
     alpha: float
+    hosts_forward: bool = False  # True where hosts relay traffic (BCube, a torus); switches always do
     capacity: dict = field(default_factory=dict)  # (u, v) -> bytes per second, one direction
     adjacency: dict = field(default_factory=dict)  # u -> [v, ...] in insertion order
     _dist: dict = field(default_factory=dict, repr=False)
+    _host_set: set | None = field(default=None, repr=False)
 
     def connect(self, u, v, bytes_per_s: float) -> None:
         """A full-duplex cable between u and v: two directed links of ``bytes_per_s`` each."""
@@ -47,12 +51,19 @@ class Fabric:
         hosts = set(self.hosts)
         return [n for n in self.adjacency if n not in hosts]
 
+    def _relays(self, node) -> bool:
+        if self._host_set is None:
+            self._host_set = set(self.hosts)
+        return self.hosts_forward or node not in self._host_set
+
     def _distances(self, dst) -> dict:
         """Hops from every node to ``dst`` (breadth-first, cached per destination)."""
         if dst not in self._dist:
             dist, queue = {dst: 0}, deque([dst])
             while queue:
                 u = queue.popleft()
+                if u != dst and not self._relays(u):
+                    continue
                 for v in self.adjacency.get(u, ()):
                     if v not in dist:
                         dist[v] = dist[u] + 1
@@ -69,10 +80,11 @@ class Fabric:
         dist = self._distances(b)
         if a not in dist:
             raise ValueError(f"{self.name}: no route from host {src} to host {dst}")
-        links, u = [], a
+        links, u, digits = [], a, dst
         while u != b:
-            options = [v for v in self.adjacency[u] if dist.get(v) == dist[u] - 1]
-            v = options[dst % len(options)]
+            options = [v for v in self.adjacency[u] if dist.get(v) == dist[u] - 1 and (v == b or self._relays(v))]
+            v = options[digits % len(options)]
+            digits //= len(options)
             links.append((u, v))
             u = v
         return links
@@ -113,7 +125,7 @@ def bcube(n: int, k: int, link="100GbIB") -> Fabric:
     alpha, cap = _rate(link)
     count = n ** (k + 1)
     hosts = [("host", i) for i in range(count)]
-    f = Fabric(f"BCube({n}, {k})", hosts, alpha)
+    f = Fabric(f"BCube({n}, {k})", hosts, alpha, hosts_forward=True)
     for level in range(k + 1):
         step = n ** level
         for i in range(count):
@@ -130,12 +142,10 @@ def torus_2d(a: int, b: int, link="100GbIB") -> Fabric:
             raise ValueError(f"torus_2d: {name}={v!r} must be an integer >= 3 (a ring of at least 3 per dimension)")
     alpha, cap = _rate(link)
     hosts = [("host", r) for r in range(a * b)]
-    f = Fabric(f"torus {a}x{b}", hosts, alpha)
+    f = Fabric(f"torus {a}x{b}", hosts, alpha, hosts_forward=True)
     for r in range(a * b):
         i, j = divmod(r, b)
         f.connect(("host", r), ("host", i * b + (j + 1) % b), cap)
         f.connect(("host", r), ("host", ((i + 1) % a) * b + j), cap)
     return f
 
-
-FABRICS = {"fat_tree": fat_tree, "bcube": bcube, "torus_2d": torus_2d}

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from ..net.link import PROFILES as NOMINAL
 from ..net.link import LinkModel, get_link
+from .protocols import PROTOCOLS
 
 
 def _survey_ib() -> LinkModel:
@@ -85,11 +86,14 @@ SOURCES: dict[str, str] = {
 
 
 def link(spec) -> LinkModel:
-    """A LinkModel from itself, a name of :data:`LINKS`, or a nominal profile name."""
+    """A LinkModel from itself, a name of :data:`LINKS`, a transport of
+    :data:`commlab.sim.protocols.PROTOCOLS`, or a nominal profile name."""
     if isinstance(spec, str) and spec in LINKS:
         return LINKS[spec]
+    if isinstance(spec, str) and spec in PROTOCOLS:
+        return PROTOCOLS[spec].link()
     try:
         return get_link(spec)
     except ValueError:
-        raise ValueError(f"unknown link {spec!r}; valid: {', '.join([*LINKS, *NOMINAL])} "
+        raise ValueError(f"unknown link {spec!r}; valid: {', '.join([*LINKS, *PROTOCOLS, *NOMINAL])} "
                          "(or a LinkModel(alpha, beta))") from None

@@ -1,0 +1,62 @@
+"""Transport protocols: RDMA against TCP on the same wire, as alpha-beta links with a CPU cost.
+
+A message of n bytes over a protocol costs its stack's start-up plus, per byte, the wire's time and
+the CPU's: TCP copies each byte from the application into the kernel at the sender and back out at
+the receiver (and a core runs the stack); RDMA (InfiniBand verbs, RoCE) lets the NIC read and
+write registered memory itself, zero copy, with a microsecond-scale start-up. As one link::
+
+    alpha = latency,   beta = 1 / line rate + copies / copy rate
+
+(the copies counted in series with the wire: one core drives one connection, the case of a
+single all-reduce stream). The profiles below are nominal line rates with typical latencies and a
+10 GB/s memory copy per core, assumptions, not measurements; with them a TCP stream on 100GbE
+reaches about 3.6 GB/s, the 25-40 Gb/s a single TCP stream is commonly seen to reach, and on
+10GbE the wire itself is the bottleneck.
+
+The pattern to reproduce (Shi et al., "A Quantitative Survey of Communication Optimizations in
+Distributed Deep Learning", IEEE Network 2021, section 2.3.3): the same job scales best on 100Gb
+InfiniBand with RDMA, less on 100GbE with TCP, far less on 10GbE.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..net.link import LinkModel
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    gbits: float        # line rate, Gb/s
+    latency: float      # seconds per message: the stack's start-up
+    copies: int = 0     # CPU copies of every byte (sender + receiver)
+    copy_rate: float = 10e9  # bytes per second one core copies
+
+    def cpu_seconds(self, nbytes: float) -> float:
+        """CPU time spent copying ``nbytes`` (0 with RDMA)."""
+        return self.copies * nbytes / self.copy_rate
+
+    def link(self) -> LinkModel:
+        beta = 8 / (self.gbits * 1e9) + self.copies / self.copy_rate
+        return LinkModel(self.latency, beta, self.name)
+
+    @property
+    def gbytes_per_s(self) -> float:
+        return 1e-9 / self.link().beta
+
+
+PROTOCOLS: dict[str, Protocol] = {
+    "rdma-100GbIB": Protocol("rdma-100GbIB", 100, 2e-6),
+    "rdma-100GbE": Protocol("rdma-100GbE", 100, 3e-6),  # RoCEv2
+    "tcp-100GbE": Protocol("tcp-100GbE", 100, 25e-6, copies=2),
+    "tcp-10GbE": Protocol("tcp-10GbE", 10, 25e-6, copies=2),
+}
+
+
+def protocol(name) -> Protocol:
+    """A Protocol from itself or a name of :data:`PROTOCOLS`."""
+    if isinstance(name, Protocol):
+        return name
+    if name not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {name!r}; valid: {', '.join(PROTOCOLS)}")
+    return PROTOCOLS[name]
