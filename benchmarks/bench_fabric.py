@@ -17,8 +17,10 @@ import time
 from commlab.arch import ring
 from commlab.bench import table
 from commlab.net.link import get_link
-from commlab.sim.fabric import fat_tree
+from commlab.sim import fabric_sync
+from commlab.sim.fabric import bcube, fat_tree
 from commlab.sim.flows import ring_allreduce, simulate
+from commlab.sim.gpu_fabric import gpu_cluster
 
 
 def main():
@@ -45,6 +47,34 @@ def main():
                          f"{step:.2f}", f"{1e3 * sim:.2f}", f"{1e3 * closed:.2f}", f"{sim / closed:.2f}"])
     table(f"One ring all-reduce step, flow level ({args.link}, {args.mb:g} MB)",
           ["fabric", "GPUs", "switches", "links", "build s", "step s", "ring ms", "closed form ms", "ratio"], rows)
+    algorithms(nbytes)
+
+
+def _timed(fn, *a):
+    start = time.perf_counter()
+    out = fn(*a)
+    return out, time.perf_counter() - start
+
+
+def algorithms(nbytes):
+    """Synchronization algorithms on GPU clusters (8 GPUs per NVSwitch node) and BCube, flow by flow."""
+    rows = []
+    for nodes in (16, 128):
+        for network in ("rails", "tor"):
+            f = gpu_cluster(nodes, 8, "nvswitch", network)
+            for name, fn in (("flat ring", fabric_sync.flat_ring), ("leader", fabric_sync.leader_allreduce),
+                             ("rail-aware", fabric_sync.rail_allreduce)):
+                args = (f, nbytes) if name == "flat ring" else (f, nbytes, 8)
+                t, wall = _timed(fn, *args)
+                rows.append([f"{nodes} x 8 GPUs, {network}", name, len(f.hosts), f"{1e3 * t:.2f}", f"{wall:.2f}"])
+    for n, k, kft in ((4, 2, 8), (8, 1, 8)):
+        hosts = n ** (k + 1)
+        t, wall = _timed(fabric_sync.ps_sync, fat_tree(kft, "100GbIB"), nbytes, range(hosts))
+        rows.append([f"fat-tree k={kft}, {hosts} hosts", "sharded PS", hosts, f"{1e3 * t:.2f}", f"{wall:.2f}"])
+        t, wall = _timed(fabric_sync.bml_sync, bcube(n, k, "100GbIB"), nbytes, n, k)
+        rows.append([f"BCube({n},{k})", "BML", hosts, f"{1e3 * t:.2f}", f"{wall:.2f}"])
+    table(f"Synchronization algorithms on fabrics, flow level ({nbytes / 1e6:g} MB)",
+          ["fabric", "algorithm", "GPUs", "simulated ms", "wall s"], rows)
 
 
 if __name__ == "__main__":
