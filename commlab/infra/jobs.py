@@ -1,0 +1,237 @@
+"""A cluster receiving a stream of training jobs: queueing and placement policies, event by event.
+
+**The model.** A job arrives at ``arrival`` seconds asking for ``gpus`` GPUs to run
+``iterations`` data-parallel iterations of a built-in model. Once placed (:mod:`.placement`) it
+runs at 1 / :func:`~commlab.infra.placement.iteration_time` iterations per second, a speed set by
+its footprint: more nodes and, above all, more racks make its all-reduce slower. It holds its
+GPUs, all or nothing (gang scheduling), until it finishes or is preempted. Time jumps from event
+to event (arrivals, completions and, for LAS, every ``quantum`` seconds).
+
+**Queues.**
+
+* ``"fifo"``: strict arrival order. If the head of the queue does not fit, nobody behind it
+  starts (head-of-line blocking), however small.
+* ``"sjf"``: shortest job first by estimated service, gpus x iterations x the iteration time on
+  the most compact placement; non-preemptive; every waiting job that fits starts, shortest
+  first. It needs the job's length in advance, which a real cluster rarely knows.
+* ``"las"``: least attained service, after Tiresias (Gu et al., "Tiresias: A GPU Cluster Manager
+  for Distributed Deep Learning", NSDI 2019), which needs no length: a job's attained service
+  is GPUs x seconds run so far. At every arrival, completion and every ``quantum`` seconds all
+  jobs, running and waiting, are sorted by it (ties by arrival) and given GPUs greedily in that
+  order; running jobs left out are preempted and lose only their GPUs (checkpointing is taken
+  to be free); jobs kept keep their placement; the newly chosen ones are placed afresh, so a job
+  may resume elsewhere at another speed. Tiresias discretises the priorities into a few queues
+  to avoid thrashing; this is the plain, continuous version.
+
+**Workload.** :func:`workload` draws Poisson arrivals and job sizes skewed to small jobs, as in
+Microsoft's Philly trace (Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for
+DNN Training Workloads", USENIX ATC 2019), where most jobs use a single GPU and few use many;
+lengths are log-uniform, so a few jobs are much longer than most.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..sim.devices import BUILTINS
+from ..sim.iteration import METHODS
+from .placement import PLACEMENTS, Datacenter, iteration_time, topology_aware
+
+QUEUES = ("fifo", "sjf", "las")
+_EPS = 1e-12  # relative slack for completions that coincide in floating point
+
+
+def _integer(name, v, low=1):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise ValueError(f"{name}={v!r} must be an integer >= {low}")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A request: ``gpus`` GPUs for ``iterations`` iterations of ``model`` from ``arrival`` s."""
+
+    id: int
+    arrival: float
+    gpus: int
+    model: str
+    iterations: int
+
+    def __post_init__(self):
+        _integer("id", self.id, 0)
+        _integer("gpus", self.gpus)
+        _integer("iterations", self.iterations)
+        a = self.arrival
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a < math.inf:
+            raise ValueError(f"arrival={a!r} must be a number of seconds >= 0")
+        if self.model not in BUILTINS:
+            raise ValueError(f"model={self.model!r}; valid: {', '.join(BUILTINS)}")
+
+
+def workload(n_jobs: int, dc: Datacenter, seed: int = 0, mean_interarrival: float = 30.0,
+             models=BUILTINS, sizes=(1, 2, 4, 8, 16), iterations=(200, 20000)) -> list[Job]:
+    """``n_jobs`` jobs: exponential gaps of mean ``mean_interarrival`` s (the first at 0), a model
+    uniformly from ``models``, a size from ``sizes`` with probability proportional to 1/size
+    (sizes above ``dc.gpus`` dropped), iterations log-uniform in ``iterations`` (lo, hi).
+    Deterministic for a seed."""
+    _integer("n_jobs", n_jobs)
+    if not isinstance(dc, Datacenter):
+        raise ValueError(f"dc must be a Datacenter, got {dc!r}")
+    m = mean_interarrival
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m < math.inf:
+        raise ValueError(f"mean_interarrival={m!r} must be a number of seconds > 0")
+    for model in models:
+        if model not in BUILTINS:
+            raise ValueError(f"model {model!r} in models; valid: {', '.join(BUILTINS)}")
+    for s in sizes:
+        _integer("size", s)
+    fit = sorted({s for s in sizes if s <= dc.gpus})
+    if not models or not fit:
+        raise ValueError(f"models={models!r} and sizes={sizes!r} must each offer one choice (sizes <= {dc.gpus})")
+    lo, hi = iterations
+    _integer("iterations lo", lo)
+    if isinstance(hi, bool) or not isinstance(hi, int) or hi < lo:
+        raise ValueError(f"iterations={iterations!r} must be (lo, hi) integers with 1 <= lo <= hi")
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(m, n_jobs)
+    gaps[0] = 0.0
+    weights = np.array([1.0 / s for s in fit])
+    size = rng.choice(fit, n_jobs, p=weights / weights.sum())
+    which = rng.integers(0, len(models), n_jobs)
+    its = np.exp(rng.uniform(math.log(lo), math.log(hi + 1), n_jobs)).astype(int).clip(lo, hi)
+    arrival = np.cumsum(gaps)
+    return [Job(i, float(arrival[i]), int(size[i]), models[which[i]], int(its[i])) for i in range(n_jobs)]
+
+
+@dataclass
+class Result:
+    """Per job (dicts by id): ``start`` (first start), ``finish``, ``jct`` (finish - arrival),
+    ``slowdown`` (jct over the job's run time alone on its most compact placement); overall:
+    ``average_jct``, ``makespan`` (last finish - first arrival), ``utilization`` (busy GPU-seconds
+    over dc.gpus x makespan); ``timeline``: (time, job id, event, placement) with events "start",
+    "preempt", "resume", "finish"."""
+
+    start: dict[int, float]
+    finish: dict[int, float]
+    jct: dict[int, float]
+    slowdown: dict[int, float]
+    average_jct: float
+    makespan: float
+    utilization: float
+    timeline: list = field(default_factory=list)
+
+
+def _validate(jobs, dc, queue, placement, quantum, method):
+    if queue not in QUEUES:
+        raise ValueError(f"queue={queue!r}; valid: {', '.join(QUEUES)}")
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement={placement!r}; valid: {', '.join(PLACEMENTS)}")
+    if method not in METHODS:
+        raise ValueError(f"method={method!r}; valid: {', '.join(METHODS)}")
+    if isinstance(quantum, bool) or not isinstance(quantum, (int, float)) or not 0 < quantum < math.inf:
+        raise ValueError(f"quantum={quantum!r} must be a number of seconds > 0")
+    if not isinstance(dc, Datacenter):
+        raise ValueError(f"dc must be a Datacenter, got {dc!r}")
+    if not jobs or not all(isinstance(j, Job) for j in jobs):
+        raise ValueError("jobs must be a non-empty list of Job")
+    if len({j.id for j in jobs}) != len(jobs):
+        raise ValueError("job ids must be distinct")
+    for j in jobs:
+        if j.gpus > dc.gpus:
+            raise ValueError(f"job {j.id} needs gpus={j.gpus} but the cluster has {dc.gpus} GPUs (valid: 1..{dc.gpus})")
+
+
+def schedule(jobs: list[Job], dc: Datacenter, queue: str = "fifo", placement: str = "topology_aware",
+             quantum: float = 60.0, method: str = "wfbp_a2a") -> Result:
+    """Simulate ``jobs`` on ``dc`` under a queue of :data:`QUEUES` and a policy of
+    :data:`~commlab.infra.placement.PLACEMENTS` (see the module doc); ``quantum``: LAS's period
+    (s); ``method``: the training method :func:`commlab.sim.iteration` times."""
+    _validate(jobs, dc, queue, placement, quantum, method)
+    place = PLACEMENTS[placement]
+    compact = {}
+    for j in jobs:
+        key = (j.model, j.gpus)
+        if key not in compact:
+            compact[key] = iteration_time(j.model, topology_aware(dc.empty(), dc, j.gpus), dc, method)
+    alone = {j.id: j.iterations * compact[(j.model, j.gpus)] for j in jobs}
+    by_id = {j.id: j for j in jobs}
+    arrivals = sorted(jobs, key=lambda j: (j.arrival, j.id))
+    free = dc.empty()
+    left = {j.id: float(j.iterations) for j in jobs}       # iterations still to run
+    attained = {j.id: 0.0 for j in jobs}                   # GPU-seconds run so far
+    held: dict[int, dict[int, int]] = {}                   # running job -> placement
+    period: dict[int, float] = {}                          # running job -> seconds per iteration
+    waiting: list[int] = []
+    start, finish, timeline = {}, {}, []
+    busy, t, a = 0.0, arrivals[0].arrival, 0
+
+    def run(i, where):
+        for node, g in where.items():
+            free[node] -= g
+        held[i], period[i] = where, iteration_time(by_id[i].model, where, dc, method)
+        timeline.append((t, i, "resume" if i in start else "start", dict(where)))
+        start.setdefault(i, t)
+
+    def stop(i, event):
+        where = held.pop(i)
+        del period[i]
+        for node, g in where.items():
+            free[node] += g
+        timeline.append((t, i, event, dict(where)))
+
+    def decide():
+        if queue == "fifo":
+            while waiting and (where := place(free, dc, by_id[waiting[0]].gpus)) is not None:
+                run(waiting.pop(0), where)
+        elif queue == "sjf":
+            for i in sorted(waiting, key=lambda i: (alone[i] * by_id[i].gpus, by_id[i].arrival, i)):
+                if (where := place(free, dc, by_id[i].gpus)) is not None:
+                    waiting.remove(i)
+                    run(i, where)
+        else:
+            order = sorted([*held, *waiting], key=lambda i: (attained[i], by_id[i].arrival, i))
+            chosen, room = [], dc.gpus
+            for i in order:
+                if by_id[i].gpus <= room:
+                    chosen.append(i)
+                    room -= by_id[i].gpus
+            keep = set(chosen)
+            for i in sorted(held):
+                if i not in keep:
+                    stop(i, "preempt")
+                    waiting.append(i)
+            for i in chosen:
+                if i not in held:
+                    waiting.remove(i)
+                    run(i, place(free, dc, by_id[i].gpus))
+
+    while a < len(arrivals) or held or waiting:
+        ends = {i: t + left[i] * period[i] for i in held}
+        nxt = min(ends.values(), default=math.inf)
+        if a < len(arrivals):
+            nxt = min(nxt, arrivals[a].arrival)
+        if queue == "las" and waiting:
+            nxt = min(nxt, (math.floor(t / quantum + _EPS) + 1) * quantum)
+        if nxt == math.inf:
+            raise AssertionError(f"stuck at t={t}: waiting {waiting} cannot start on an idle cluster")
+        dt = nxt - t
+        for i in held:
+            left[i] -= dt / period[i]
+            attained[i] += dt * by_id[i].gpus
+            busy += dt * by_id[i].gpus
+        t = nxt
+        for i in sorted(i for i, e in ends.items() if e <= t + _EPS * max(1.0, t)):
+            left[i] = 0.0
+            finish[i] = t
+            stop(i, "finish")
+        while a < len(arrivals) and arrivals[a].arrival <= t:
+            waiting.append(arrivals[a].id)
+            a += 1
+        decide()
+
+    jct = {j.id: finish[j.id] - j.arrival for j in jobs}
+    makespan = max(finish.values()) - arrivals[0].arrival
+    return Result(start=start, finish=finish, jct=jct, slowdown={i: jct[i] / alone[i] for i in jct},
+                  average_jct=sum(jct.values()) / len(jct), makespan=makespan,
+                  utilization=busy / (dc.gpus * makespan) if makespan > 0 else 1.0, timeline=timeline)
