@@ -1,0 +1,189 @@
+"""The command line: ``python -m commlab train | simulate``.
+
+* ``train``: one Trainer run (every dimension a flag), a progress bar, the History as CSV (or
+  Parquet, with pyarrow installed), and a PNG of the loss against simulated time (against the
+  step without a network model)::
+
+      python -m commlab train --model mlp --data digits --workers 8 --sync "ssp(staleness=2)" \\
+          --arch ps --compress "topk(0.01)+ef" --net 10GbE --steps 300 --out run.csv
+
+* ``simulate``: one data-parallel iteration of a built-in profile on a cluster of
+  :mod:`commlab.sim`, its timeline summary, and the speedup table from 1 GPU up::
+
+      python -m commlab simulate --model resnet50 --gpus 32 --net 100GbIB --method mg_wfbp
+
+``--help`` lists every name each dimension offers. A bad flag or name ends with a message that
+names the valid choices and exit status 2, before anything runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import arch as arch_pkg
+from . import compress as compress_pkg
+from . import data as data_pkg
+from . import models as models_pkg
+from . import schedule as schedule_pkg
+from . import sim
+from . import sync as sync_pkg
+from .net.link import PROFILES
+from .runtime import RUNTIMES
+from .sim.protocols import PROTOCOLS
+
+
+def _names() -> dict:
+    return {"sync": sync_pkg.SYNCS.names(), "arch": arch_pkg.ARCHITECTURES.names(),
+            "compress": compress_pkg.COMPRESSORS.names() + ["<compressor>+ef", "<sparsifier>+<quantizer>"],
+            "schedule": schedule_pkg.SCHEDULES.names(), "model": list(models_pkg.MODELS),
+            "data": list(data_pkg._LOADERS), "net": list(PROFILES), "cluster link": [*PROFILES, *sim.LINKS, *PROTOCOLS],
+            "runtime": list(RUNTIMES), "method": list(sim.METHODS), "profile": list(sim.BUILTINS)}
+
+
+def _epilog(keys) -> str:
+    names = _names()
+    return "names each dimension offers:\n" + "\n".join(f"  {k}: {', '.join(names[k])}" for k in keys)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m commlab", description="commlab from the command line")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate}")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    t = sub.add_parser("train", help="train with the Trainer and save the History", formatter_class=fmt,
+                       epilog=_epilog(("model", "data", "sync", "arch", "compress", "schedule", "net", "runtime")))
+    t.add_argument("--model", default="mlp")
+    t.add_argument("--data", default="digits")
+    t.add_argument("--workers", type=int, default=4)
+    t.add_argument("--sync", default="bsp", help='e.g. bsp, "ssp(staleness=2)", "local_sgd(period=4)", dpsgd')
+    t.add_argument("--arch", default="native", help='e.g. ring, "ps(shards=2)", "gossip(topology=\'ring\')"')
+    t.add_argument("--compress", default=None, help='e.g. "topk(0.01)+ef", "qsgd(levels=16)"')
+    t.add_argument("--schedule", default=None, help='e.g. wfbp, "fusion(mb=25)", mg_wfbp')
+    t.add_argument("--net", default=None, help="a link for the simulated clock, e.g. 10GbE")
+    t.add_argument("--runtime", default="threads", choices=RUNTIMES)
+    t.add_argument("--steps", type=int, default=100)
+    t.add_argument("--batch-size", type=int, default=32)
+    t.add_argument("--lr", type=float, default=0.1)
+    t.add_argument("--momentum", type=float, default=0.0)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--eval-every", type=int, default=10)
+    t.add_argument("--out", default="run.csv", help="the History: .csv or .parquet")
+    t.add_argument("--plot", default=None, help="PNG of the loss (default: --out with .png)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    s = sub.add_parser("simulate", help="simulate one iteration on a cluster", formatter_class=fmt,
+                       epilog=_epilog(("profile", "method", "cluster link")))
+    s.add_argument("--model", default="resnet50", help="a built-in profile")
+    s.add_argument("--gpus", type=int, default=32)
+    s.add_argument("--gpus-per-node", type=int, default=4)
+    s.add_argument("--net", default="100GbIB", help="the link between nodes (a cluster link)")
+    s.add_argument("--intra", default="PCIe3-mgwfbp", help="the link inside a node (a cluster link)")
+    s.add_argument("--method", default="mg_wfbp", choices=list(sim.METHODS))
+    return top
+
+
+def _check_name(p, flag, value, valid):
+    if value not in valid:
+        p.error(f"{flag} {value!r} is unknown; valid: {', '.join(valid)}")
+
+
+def _train(p, a) -> int:
+    from .train import Trainer
+
+    _check_name(p, "--model", a.model, list(models_pkg.MODELS))
+    _check_name(p, "--data", a.data, list(data_pkg._LOADERS))
+    out, ext = a.out, os.path.splitext(a.out)[1].lower()
+    if ext not in (".csv", ".parquet"):
+        p.error(f"--out {out!r}: the History is written as .csv or .parquet")
+    if ext == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            p.error("--out *.parquet needs pyarrow (pip install pyarrow); or write .csv")
+    if a.steps < 1:
+        p.error(f"--steps {a.steps} must be >= 1")
+    try:
+        trainer = Trainer(a.model, a.data, workers=a.workers, sync=a.sync, arch=a.arch, compress=a.compress,
+                          schedule=a.schedule, net=a.net, runtime=a.runtime, seed=a.seed, batch_size=a.batch_size,
+                          lr=a.lr, momentum=a.momentum, eval_every=a.eval_every, progress=not a.no_progress)
+    except (ValueError, TypeError) as e:
+        p.error(str(e))
+    history = trainer.fit(a.steps)
+    frame = history.to_dataframe()
+    tmp = out + ".partial"  # nothing half-written: write aside, then rename
+    frame.to_csv(tmp) if ext == ".csv" else frame.to_parquet(tmp)
+    os.replace(tmp, out)
+    png = a.plot or os.path.splitext(out)[0] + ".png"
+    _plot(frame, png, f"{a.model} on {a.data}, {a.workers} workers, {a.sync}, {a.arch}"
+                      + (f", {a.compress}" if a.compress else "") + (f", {a.net}" if a.net else ""))
+    last = frame.iloc[-1]
+    print(f"{len(frame)} steps: final loss {last['loss']:.4f}, test accuracy {history.final_accuracy:.4f}"
+          + (f", {last['sim_time']:.4g} simulated s" if frame["sim_time"].notna().any() else ""))
+    print(f"wrote {out} and {png}")
+    return 0
+
+
+def _plot(frame, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    timed = frame["sim_time"].notna().all()
+    x = frame["sim_time"] if timed else frame.index
+    ax.plot(x, frame["loss"])
+    ax.set_xlabel("simulated seconds" if timed else "step")
+    ax.set_ylabel("training loss")
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path + ".partial.png", dpi=100)
+    os.replace(path + ".partial.png", path)
+    plt.close(fig)
+
+
+def _simulate(p, a) -> int:
+    _check_name(p, "--model", a.model, list(sim.BUILTINS))
+    for flag, v in (("--gpus", a.gpus), ("--gpus-per-node", a.gpus_per_node)):
+        if v < 1:
+            p.error(f"{flag} {v} must be >= 1")
+    g = min(a.gpus_per_node, a.gpus)
+    if a.gpus % g:
+        p.error(f"--gpus {a.gpus} must be a multiple of --gpus-per-node {g}")
+    try:
+        cluster = sim.Cluster(a.gpus // g, g, intra=a.intra, inter=a.net)
+    except ValueError as e:
+        p.error(str(e))
+    it = sim.iteration(a.model, cluster, method=a.method)
+    timeline = it.timeline
+    comm = timeline[timeline.stream == "comm"]
+    print(f"{a.model} on {cluster}, {a.method}:")
+    print(f"  {it.time * 1e3:.4g} ms per iteration; compute {it.single * 1e3:.4g} ms; {len(comm)} messages, "
+          f"{comm.bytes.sum() / 1e6:.4g} MB; communication ends {comm.end.max() * 1e3:.4g} ms after backward starts")
+    print(f"  speedup {it.speedup:.3g} over one GPU ({it.speedup / a.gpus:.0%} of linear), "
+          f"{it.throughput:.5g} samples/s")
+    sizes = sorted({2 ** k for k in range(a.gpus.bit_length()) if 2 ** k <= a.gpus} | {a.gpus})
+    rows = []
+    for n in sizes:
+        if n > g and n % g:
+            continue
+        gn = min(g, n)
+        c = sim.Cluster(n // gn, gn, intra=a.intra, inter=a.net)
+        rows.append((n, {m: sim.iteration(a.model, c, method=m).speedup for m in sim.METHODS}))
+    width = max(len(m) for m in sim.METHODS)
+    print("\nspeedup over one GPU\n" + "GPUs".rjust(5) + "".join(m.rjust(width + 1) for m in sim.METHODS))
+    for n, sp in rows:
+        print(str(n).rjust(5) + "".join(f"{sp[m]:.2f}".rjust(width + 1) for m in sim.METHODS))
+    return 0
+
+
+def main(argv=None) -> int:
+    p = parser()
+    a = p.parse_args(argv)
+    sub = p._subparsers._group_actions[0].choices[a.command]
+    return {"train": _train, "simulate": _simulate}[a.command](sub, a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""commlab.cli, run as ``python -m commlab`` in a subprocess: train writes the History and its
+plot, simulate prints the iteration and the speedup table, --help names every choice, and bad
+input ends with status 2 and the valid choices, leaving nothing behind."""
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from commlab.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(*args, cwd=None):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "commlab", *args], capture_output=True, text=True, cwd=cwd or ROOT,
+                          env=env, timeout=300)
+
+
+def test_train_writes_the_history_and_a_plot(tmp_path):
+    out = tmp_path / "run.csv"
+    r = run("train", "--model", "mlp", "--data", "digits", "--workers", "2", "--compress", "topk(0.1)+ef",
+            "--net", "10GbE", "--steps", "6", "--eval-every", "3", "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    frame = pd.read_csv(out, index_col="step")
+    assert list(frame.index) == [1, 2, 3, 4, 5, 6] and frame["sim_time"].is_monotonic_increasing
+    assert (tmp_path / "run.png").stat().st_size > 1000
+    assert "6 steps: final loss" in r.stdout and "simulated s" in r.stdout
+    assert sorted(os.listdir(tmp_path)) == ["run.csv", "run.png"]  # no partial files left
+
+
+def test_simulate_prints_the_iteration_and_the_speedups():
+    r = run("simulate", "--model", "resnet50", "--gpus", "8", "--net", "100GbIB", "--method", "mg_wfbp")
+    assert r.returncode == 0, r.stderr
+    assert "ms per iteration" in r.stdout and "speedup over one GPU" in r.stdout
+    table = r.stdout.split("speedup over one GPU")[1]
+    rows = [line.split() for line in table.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(row[0]) for row in rows] == [1, 2, 4, 8] and float(rows[0][1]) == 1.0
+
+
+def test_help_names_every_dimension():
+    r = run("train", "--help")
+    assert r.returncode == 0
+    for name in ("ssp", "dpsgd", "ring", "ps", "topk", "qsgd", "mg_wfbp", "digits", "10GbE"):
+        assert name in r.stdout
+    assert "mg_wfbp" in run("simulate", "--help").stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "--model", "mlpp"], "--model 'mlpp' is unknown; valid: mlp, cnn"),
+    (["train", "--sync", "bspp"], "bspp"),
+    (["train", "--compress", "topk(2)"], "topk"),
+    (["train", "--net", "5GbE"], "unknown link '5GbE'"),
+    (["train", "--steps", "0"], "--steps 0 must be >= 1"),
+    (["train", "--out", "run.txt"], "written as .csv or .parquet"),
+    (["train", "--runtime", "mpi"], "invalid choice: 'mpi'"),
+    (["train", "--wokers", "4"], "unrecognized arguments: --wokers"),
+    (["simulate", "--model", "resnet5"], "valid: resnet50, bert-base, bert-large"),
+    (["simulate", "--method", "fast"], "invalid choice: 'fast'"),
+    (["simulate", "--gpus", "6", "--gpus-per-node", "4"], "must be a multiple of --gpus-per-node 4"),
+    (["simulate", "--net", "warp"], "unknown link 'warp'"),
+])
+def test_bad_input_exits_2_naming_the_choices(tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)  # in-process (fast): the same parser and checks as the subprocess
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_input_as_a_subprocess(tmp_path):
+    r = run("train", "--sync", "bspp", cwd=tmp_path)
+    assert r.returncode == 2 and "bspp" in r.stderr and os.listdir(tmp_path) == []
