@@ -1,4 +1,4 @@
-"""The command line: ``python -m commlab train | simulate``.
+"""The command line: ``python -m commlab train | simulate | advise``.
 
 * ``train``: one Trainer run (every dimension a flag), a progress bar, the History as CSV (or
   Parquet, with pyarrow installed), and a PNG of the loss against simulated time (against the
@@ -11,6 +11,11 @@
   :mod:`commlab.sim`, its timeline summary, and the speedup table from 1 GPU up::
 
       python -m commlab simulate --model resnet50 --gpus 32 --net 100GbIB --method mg_wfbp
+
+* ``advise``: the configurations of :func:`commlab.advisor.advise` ranked by predicted time to a
+  target, with their reasoning::
+
+      python -m commlab advise --model resnet50 --gpus 32 --net 10GbE --target 5000
 
 ``--help`` lists every name each dimension offers. A bad flag or name ends with a message that
 names the valid choices and exit status 2, before anything runs.
@@ -30,6 +35,7 @@ from . import sim
 from . import sync as sync_pkg
 from .net.link import PROFILES
 from .runtime import RUNTIMES
+from .parallel.configs import MODELS as LARGE
 from .sim.protocols import PROTOCOLS
 
 
@@ -38,7 +44,8 @@ def _names() -> dict:
             "compress": compress_pkg.COMPRESSORS.names() + ["<compressor>+ef", "<sparsifier>+<quantizer>"],
             "schedule": schedule_pkg.SCHEDULES.names(), "model": list(models_pkg.MODELS),
             "data": list(data_pkg._LOADERS), "net": list(PROFILES), "cluster link": [*PROFILES, *sim.LINKS, *PROTOCOLS],
-            "runtime": list(RUNTIMES), "method": list(sim.METHODS), "profile": list(sim.BUILTINS)}
+            "runtime": list(RUNTIMES), "method": list(sim.METHODS), "profile": list(sim.BUILTINS),
+            "advised model": [*sim.BUILTINS, *LARGE]}
 
 
 def _epilog(keys) -> str:
@@ -48,7 +55,7 @@ def _epilog(keys) -> str:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m commlab", description="commlab from the command line")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise}")
     fmt = argparse.RawDescriptionHelpFormatter
 
     t = sub.add_parser("train", help="train with the Trainer and save the History", formatter_class=fmt,
@@ -80,6 +87,18 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--net", default="100GbIB", help="the link between nodes (a cluster link)")
     s.add_argument("--intra", default="PCIe3-mgwfbp", help="the link inside a node (a cluster link)")
     s.add_argument("--method", default="mg_wfbp", choices=list(sim.METHODS))
+
+    v = sub.add_parser("advise", help="rank configurations by predicted time to a target", formatter_class=fmt,
+                       epilog=_epilog(("advised model", "cluster link")))
+    v.add_argument("--model", default="resnet50", help="a built-in profile or a large model")
+    v.add_argument("--gpus", type=int, default=32)
+    v.add_argument("--gpus-per-node", type=int, default=4)
+    v.add_argument("--net", default="100GbIB", help="the link between nodes (a cluster link)")
+    v.add_argument("--intra", default="PCIe3-mgwfbp", help="the link inside a node (a cluster link)")
+    v.add_argument("--target", type=int, default=1000, help="rounds BSP needs to reach the target")
+    v.add_argument("--budget", type=float, default=None, help="seconds; keep what fits in it")
+    v.add_argument("--batch", type=int, default=None, help="sequences per step (large models)")
+    v.add_argument("--top", type=int, default=10, help="rows to print")
     return top
 
 
@@ -143,8 +162,7 @@ def _plot(frame, path, title):
     plt.close(fig)
 
 
-def _simulate(p, a) -> int:
-    _check_name(p, "--model", a.model, list(sim.BUILTINS))
+def _cluster(p, a):
     for flag, v in (("--gpus", a.gpus), ("--gpus-per-node", a.gpus_per_node)):
         if v < 1:
             p.error(f"{flag} {v} must be >= 1")
@@ -152,9 +170,35 @@ def _simulate(p, a) -> int:
     if a.gpus % g:
         p.error(f"--gpus {a.gpus} must be a multiple of --gpus-per-node {g}")
     try:
-        cluster = sim.Cluster(a.gpus // g, g, intra=a.intra, inter=a.net)
+        return sim.Cluster(a.gpus // g, g, intra=a.intra, inter=a.net), g
     except ValueError as e:
         p.error(str(e))
+
+
+def _advise(p, a) -> int:
+    from .advisor import advise
+
+    _check_name(p, "--model", a.model, [*sim.BUILTINS, *LARGE])
+    cluster, _ = _cluster(p, a)
+    try:
+        table = advise(a.model, cluster, target=a.target, budget=a.budget, batch=a.batch)
+    except ValueError as e:
+        p.error(str(e))
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 200):
+        cols = ["sync", "arch", "compress", "schedule", "layout", "iteration_s", "penalty", "time_s"]
+        print(f"{a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations\n")
+        print(table[cols].head(a.top).round(4).to_string())
+        print("\nwhy the first is first: " + table["reasoning"].iloc[0])
+        for what, why in table.attrs["left_out"].items():
+            print(f"not ranked: {what} ({why})")
+    return 0
+
+
+def _simulate(p, a) -> int:
+    _check_name(p, "--model", a.model, list(sim.BUILTINS))
+    cluster, g = _cluster(p, a)
     it = sim.iteration(a.model, cluster, method=a.method)
     timeline = it.timeline
     comm = timeline[timeline.stream == "comm"]
@@ -182,7 +226,7 @@ def main(argv=None) -> int:
     p = parser()
     a = p.parse_args(argv)
     sub = p._subparsers._group_actions[0].choices[a.command]
-    return {"train": _train, "simulate": _simulate}[a.command](sub, a)
+    return {"train": _train, "simulate": _simulate, "advise": _advise}[a.command](sub, a)
 
 
 if __name__ == "__main__":

@@ -74,3 +74,23 @@ def test_bad_input_exits_2_naming_the_choices(tmp_path, monkeypatch, capsys, arg
 def test_bad_input_as_a_subprocess(tmp_path):
     r = run("train", "--sync", "bspp", cwd=tmp_path)
     assert r.returncode == 2 and "bspp" in r.stderr and os.listdir(tmp_path) == []
+
+
+def test_advise_prints_the_ranking_and_its_reasons(capsys):
+    assert main(["advise", "--model", "resnet50", "--gpus", "8", "--net", "10GbE", "--target", "100", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "configurations" in out and "why the first is first: compute" in out and "not ranked: ssp, asp" in out
+    rows = [line for line in out.splitlines() if line[:1].isdigit()]
+    assert len(rows) == 3
+
+
+@pytest.mark.parametrize("args,message", [
+    (["advise", "--model", "vgg"], "--model 'vgg' is unknown; valid: resnet50"),
+    (["advise", "--model", "gpt3-175b", "--gpus", "16", "--gpus-per-node", "8"], "cannot be placed on 16 GPUs"),
+    (["advise", "--target", "0"], "target=0 must be a number of rounds"),
+    (["advise", "--budget", "0.0001"], "no configuration reaches the target within budget"),
+])
+def test_advise_refusals_exit_2(capsys, args, message):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2 and message in capsys.readouterr().err

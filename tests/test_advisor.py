@@ -1,0 +1,84 @@
+"""commlab.advisor.advise: every row's arithmetic (time = iteration x target x penalty), the wire
+ratios it uses, local SGD's and gossip's iteration, the ranking turning to communication-saving
+options as the network slows, large models placed by the planner, and the refusals."""
+import dataclasses
+import sys
+
+import pytest
+
+import commlab.advisor  # noqa: F401
+from commlab import sim
+from commlab.advisor import advise, penalties
+
+A = sys.modules["commlab.advisor.advise"]
+
+
+@pytest.fixture(scope="module")
+def ranked():
+    return {net: advise("resnet50", sim.Cluster(8, 4, inter=net), target=1000) for net in ("100GbIB", "1GbWAN")}
+
+
+def test_rows_are_sorted_and_their_arithmetic_holds(ranked):
+    t = ranked["100GbIB"]
+    assert t["time_s"].is_monotonic_increasing and list(t.index) == list(range(1, len(t) + 1))
+    assert (abs(t["time_s"] - t["iteration_s"] * 1000 * t["penalty"]) < 1e-9 * t["time_s"]).all()
+    assert (t["hidden_s"] <= t["comm_s"] + 1e-12).all() and t["reasoning"].str.contains("penalty").all()
+    table = penalties.load()
+    for spec in set(t["compress"]) - {"none"}:
+        assert (t[t["compress"] == spec]["penalty"] == table.loc[spec, "penalty"]).all()
+
+
+def test_wire_ratios_are_the_librarys():
+    assert A.wire_ratio("fp16") == (0.5, "sum")
+    r, agg = A.wire_ratio("topk(0.01)+ef")
+    assert agg == "gather" and 0.01 < r < 0.03  # 1% of the values, with their indices
+    assert A.wire_ratio("signsgd+ef")[1] == "majority"
+
+
+def test_local_sgd_and_gossip_iterations(ranked):
+    cluster = sim.Cluster(8, 4, inter="100GbIB")
+    base = sim.iteration("resnet50", cluster, arch="allreduce")
+    t = ranked["100GbIB"]
+    row = t[(t["sync"] == "local_sgd(period=4)") & (t["arch"] == "allreduce")].iloc[0]
+    assert row["iteration_s"] == pytest.approx(base.single + (base.time - base.single) / 4)
+    gossip = t[t["sync"] == "dpsgd"].iloc[0]
+    nbytes = sum(sim.builtin("resnet50").grad_bytes)
+    assert gossip["iteration_s"] == pytest.approx(base.single + 2 * cluster.inter.time(nbytes))
+
+
+def test_a_slow_network_turns_the_ranking_to_saving_communication(ranked):
+    fast, slow = ranked["100GbIB"].iloc[0], ranked["1GbWAN"].iloc[0]
+    assert slow["sync"] != "bsp" or slow["compress"] != "none"
+    wan = ranked["1GbWAN"]
+    plain = wan[(wan["sync"] == "bsp") & (wan["compress"] == "none")]["time_s"].min()
+    assert slow["time_s"] < plain / 2
+    assert fast["time_s"] <= ranked["100GbIB"][(ranked["100GbIB"]["compress"] == "none")]["time_s"].min()
+
+
+def test_large_models_get_layouts_that_fit():
+    t = advise("gpt3-175b", sim.Cluster(128, 8, intra="NVLink3-A100", inter="200GbHDR-IB"), target=10, batch=1536)
+    assert t["layout"].str.startswith("dp=").all() and (t["penalty"] == 1).all()
+    assert t["reasoning"].str.contains("GB per GPU").all()
+    with pytest.raises(ValueError, match="gpt3-175b cannot be placed on 16 GPUs of 80 GB: the leanest layout needs"):
+        advise("gpt3-175b", sim.Cluster(2, 8, intra="NVLink3-A100", inter="200GbHDR-IB"), target=10)
+
+
+def test_left_out_says_why(ranked):
+    left = ranked["100GbIB"].attrs["left_out"]
+    assert "ssp, asp" in left
+    table = penalties.load()
+    for spec in table[~table["reached"]].index:
+        assert left[f"compress={spec}"].startswith("missed the target")
+
+
+def test_refusals():
+    c = sim.Cluster(2, 4)
+    with pytest.raises(ValueError, match="no configuration reaches the target within budget=0.001 s; the fastest"):
+        advise("resnet50", c, target=10, budget=1e-3)
+    with pytest.raises(ValueError, match="target=0 must be a number of rounds"):
+        advise("resnet50", c, target=0)
+    with pytest.raises(ValueError, match="unknown model 'vgg'; valid: resnet50"):
+        advise("vgg", c)
+    with pytest.raises(ValueError, match="cluster must be a commlab.sim.Cluster"):
+        advise("resnet50", "8 GPUs")
+    assert dataclasses.is_dataclass(c)
