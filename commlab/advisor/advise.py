@@ -11,7 +11,9 @@ the target::
   gradient compressed by the library): by r where the payloads are summed inside the all-reduce
   (fp16), by p r / 2 where they are all-gathered (the all-gather of p payloads of r n bytes
   against the ring all-reduce's 2 (p-1)/p n), and by (1 + r)/2 on a parameter server (compressed
-  pushes, full pulls); its encoding time is not counted. Local SGD with period H pays the
+  pushes, full pulls); without a schedule the Trainer compresses layer by layer after backward, so
+  such a row pays one message per layer, and with WFBP the same messages overlap backward; the
+  encoding time is not counted. Local SGD with period H pays the
   all-reduce once every H rounds; D-PSGD sends the model to both neighbours of a ring every round,
   after backward.
 * **Penalties** are the measured table of :mod:`commlab.advisor.penalties` (1 for lossless
@@ -28,6 +30,7 @@ combined with local SGD or a schedule other than none or WFBP (penalties measure
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import pandas as pd
@@ -36,7 +39,7 @@ import torch
 from .. import compress as compress_pkg
 from ..parallel import planner
 from ..parallel.configs import MODELS as LARGE
-from ..sim import Cluster, iteration
+from ..sim import Cluster, comm_time, iteration
 from ..sim.devices import BUILTINS, builtin
 from ..schedule.profile import Profile
 from .penalties import load
@@ -47,6 +50,7 @@ COMPRESSORS = ("fp16", "qsgd(levels=16)", "terngrad", "topk(0.01)", "topk(0.01)+
 LOCAL = ("local_sgd(period=4)", "local_sgd(period=16)")
 
 
+@functools.lru_cache(maxsize=None)
 def wire_ratio(spec: str, numel: int = 1 << 20) -> tuple[float, str]:
     """Bytes the compressor puts on the wire per byte of float32 gradient, and its aggregation."""
     c = compress_pkg.get(spec)
@@ -61,25 +65,32 @@ def _scaled(profile: Profile, factor: float) -> Profile:
     return dataclasses.replace(profile, grad_bytes=tuple(size * max(1, round(b * factor / size)) for b in profile.grad_bytes))
 
 
-def _row(config, it, penalty, target, note=""):
-    comm = sum(m.end - m.start for m in it.messages)
-    exposed = max(0.0, it.time - it.single)
-    return dict(**config, compute_s=it.single, comm_s=comm, hidden_s=max(0.0, comm - exposed), iteration_s=it.time,
-                penalty=penalty, rounds=target * penalty, time_s=it.time * target * penalty,
-                reasoning=f"compute {it.single * 1e3:.3g} ms + exposed communication {exposed * 1e3:.3g} ms "
-                          f"({max(0.0, comm - exposed) * 1e3:.3g} of {comm * 1e3:.3g} ms hidden); "
-                          f"penalty {penalty:.2f}{note}")
+def _row(config, compute, comm, iteration_s, penalty, target, note=""):
+    """One ranked configuration: its times, its penalty, and the reasoning in words."""
+    exposed = max(0.0, iteration_s - compute)
+    hidden = max(0.0, comm - exposed)
+    return dict(**config, compute_s=compute, comm_s=comm, hidden_s=hidden, iteration_s=iteration_s, penalty=penalty,
+                rounds=target * penalty, time_s=iteration_s * target * penalty,
+                reasoning=f"compute {compute * 1e3:.3g} ms + exposed communication {exposed * 1e3:.3g} ms "
+                          f"({hidden * 1e3:.3g} of {comm * 1e3:.3g} ms hidden); penalty {penalty:.2f}{note}")
+
+
+def _simulated(config, it, penalty, target, note=""):
+    return _row(config, it.single, sum(m.end - m.start for m in it.messages), it.time, penalty, target, note)
 
 
 def _data_parallel(profile, cluster, target, table, left_out):
     rows, p = [], cluster.gpus
-    layout = f"dp={p}"
     pen = table["penalty"].to_dict()
+    compute = sum(profile.forward_s) + sum(profile.backward_s)
+
+    def config(sync, arch, compress="none", schedule=None):
+        return dict(sync=sync, arch=arch, compress=compress, schedule=schedule or "none", layout=f"dp={p}")
+
     for arch in ARCHS:
         for sched in SCHEDULES:
-            it = iteration(profile, cluster, arch=arch, schedule=sched)
-            rows.append(_row(dict(sync="bsp", arch=arch, compress="none", schedule=sched or "none", layout=layout), it,
-                             1.0, target))
+            rows.append(_simulated(config("bsp", arch, schedule=sched), iteration(profile, cluster, arch=arch,
+                                                                                  schedule=sched), 1.0, target))
         base = iteration(profile, cluster, arch=arch)
         for spec in COMPRESSORS:
             if not table.loc[spec, "reached"]:
@@ -87,26 +98,23 @@ def _data_parallel(profile, cluster, target, table, left_out):
                 continue
             r, agg = wire_ratio(spec)
             factor = (1 + r) / 2 if arch == "ps" else (r if agg == "sum" else p * r / 2)
-            for sched in (None, "wfbp"):
-                it = iteration(_scaled(profile, factor), cluster, arch=arch, schedule=sched)
-                rows.append(_row(dict(sync="bsp", arch=arch, compress=spec, schedule=sched or "none", layout=layout), it,
-                                 pen[spec],
-                                 target, f" ({agg}, {r:.3g} of the bytes, x{factor:.3g} on the wire)"))
+            scaled, note = _scaled(profile, factor), f" ({agg}, {r:.3g} of the bytes, x{factor:.3g} on the wire)"
+            # without a schedule the Trainer compresses and sends layer by layer after backward
+            per_layer = sum(map(comm_time(cluster, arch), scaled.grad_bytes))
+            rows.append(_row(config("bsp", arch, spec), compute, per_layer, compute + per_layer, pen[spec], target,
+                             note + ", one message per layer after backward"))
+            rows.append(_simulated(config("bsp", arch, spec, "wfbp"), iteration(scaled, cluster, arch=arch,
+                                                                                schedule="wfbp"),
+                                   pen[spec], target, note))
         for spec in LOCAL:
             period = int(spec.split("=")[1].rstrip(")"))
-            comm = base.time - base.single
-            it = dataclasses.replace(base, time=base.single + comm / period)
-            rows.append(_row(dict(sync=spec, arch=arch, compress="none", schedule="none", layout=layout), it, pen[spec],
-                             target,
+            comm = (base.time - base.single) / period
+            rows.append(_row(config(spec, arch), compute, comm, compute + comm, pen[spec], target,
                              f" (one all-reduce every {period} rounds)"))
     link = cluster.inter if cluster.nodes > 1 else cluster.intra
-    model_bytes = sum(profile.grad_bytes)
-    gossip = dataclasses.replace(base, time=base.single + 2 * link.time(model_bytes), messages=())
-    row = _row(dict(sync="dpsgd", arch="gossip(ring)", compress="none", schedule="none", layout=layout), gossip,
-               pen["dpsgd"], target,
-               f" (the model to 2 neighbours: {2 * link.time(model_bytes) * 1e3:.3g} ms after backward)")
-    row.update(comm_s=2 * link.time(model_bytes), hidden_s=0.0)
-    rows.append(row)
+    gossip = 2 * link.time(sum(profile.grad_bytes))
+    rows.append(_row(config("dpsgd", "gossip(ring)"), compute, gossip, compute + gossip, pen["dpsgd"], target,
+                     " (the model to both ring neighbours after backward)"))
     return rows
 
 
