@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch import halving_doubling, ring
-from ..parallel.configs import MODELS, ModelConfig
+from ..parallel.configs import get_model as _model
 from ..sim.links import link as get_link
 
 BYTES = 2  # bf16 weights, activations and cache
@@ -47,14 +47,6 @@ class Accelerator:
 
 ACCELERATORS = {"a100": Accelerator("a100", 312e12, 2.039e12), "h100": Accelerator("h100", 989e12, 3.35e12)}
 ALLREDUCE = {"ring": ring.cost, "halving_doubling": halving_doubling.cost}
-
-
-def _model(model) -> ModelConfig:
-    if isinstance(model, ModelConfig):
-        return model
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; valid: {', '.join(MODELS)}")
-    return MODELS[model]
 
 
 def _accelerator(device) -> Accelerator:
