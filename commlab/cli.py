@@ -23,6 +23,7 @@ names the valid choices and exit status 2, before anything runs.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -34,7 +35,7 @@ from . import schedule as schedule_pkg
 from . import sim
 from . import sync as sync_pkg
 from .net.link import PROFILES
-from .runtime import RUNTIMES
+from .runtime import RUNTIMES, RankError
 from .parallel.configs import MODELS as LARGE
 from .sim.protocols import PROTOCOLS
 
@@ -128,7 +129,16 @@ def _train(p, a) -> int:
                           lr=a.lr, momentum=a.momentum, eval_every=a.eval_every, progress=not a.no_progress)
     except (ValueError, TypeError) as e:
         p.error(str(e))
-    history = trainer.fit(a.steps)
+    try:
+        history = trainer.fit(a.steps)
+    except (RankError, FloatingPointError) as e:  # a failed rank, or divergence: said, and nothing written
+        print(f"python -m commlab train: {e}".splitlines()[0], file=sys.stderr)
+        return 1
+    bad = next((s for s, loss in zip(history.steps, history.loss) if not math.isfinite(loss)), None)
+    if bad is not None:  # reported, not written out as NaNs
+        print(f"python -m commlab train: training diverged at step {bad} (loss {history.loss[bad - 1]}); "
+              f"lower --lr (now {a.lr:g})", file=sys.stderr)
+        return 1
     frame = history.to_dataframe()
     tmp = out + ".partial"  # nothing half-written: write aside, then rename
     frame.to_csv(tmp) if ext == ".csv" else frame.to_parquet(tmp)

@@ -94,3 +94,11 @@ def test_advise_refusals_exit_2(capsys, args, message):
     with pytest.raises(SystemExit) as e:
         main(args)
     assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_divergence_is_reported_and_nothing_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--lr", "1e30", "--steps", "5", "--workers", "2", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "training diverged at step" in err and "lower --lr (now 1e+30)" in err
+    assert os.listdir(tmp_path) == []
