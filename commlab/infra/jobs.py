@@ -214,7 +214,7 @@ def schedule(jobs: list[Job], dc: Datacenter, queue: str = "fifo", placement: st
         if queue == "las" and waiting:
             nxt = min(nxt, (math.floor(t / quantum + _EPS) + 1) * quantum)
         if nxt == math.inf:
-            raise AssertionError(f"stuck at t={t}: waiting {waiting} cannot start on an idle cluster")
+            raise RuntimeError(f"scheduler stuck at t={t}: waiting {waiting} cannot start on an idle cluster")
         dt = nxt - t
         for i in held:
             left[i] -= dt / period[i]

@@ -107,7 +107,7 @@ def _fill(free, nodes, n) -> dict[int, int]:
             out[i], n = take, n - take
         if n == 0:
             return out
-    raise AssertionError("the caller checked that the nodes hold n GPUs")
+    raise RuntimeError("placement: the free GPUs counted do not hold n GPUs (the caller checked they did)")
 
 
 def consolidated(free: list[int], dc: Datacenter, n: int) -> dict[int, int] | None:
