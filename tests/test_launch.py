@@ -201,3 +201,77 @@ def test_under_torchrun_each_process_is_one_rank_and_gets_all_results(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     for rank in (0, 1):
         assert (tmp_path / f"rank{rank}.txt").read_text() == "[(30.0, 0, 2), (30.0, 1, 2)]"
+
+
+# ----- how rank processes start ------------------------------------------------------------
+FORKED_MARK = {"set in the parent": False}  # a forked child inherits the parent's True; a fresh one imports False
+
+
+def _was_i_forked(comm):
+    return FORKED_MARK["set in the parent"]
+
+
+@pytest.fixture
+def gpu_machine(monkeypatch):
+    """This process believes it has a GPU, as on a GPU server (where autograd's device threads
+    make a forked child unable to run a backward pass)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    if hasattr(torch, "accelerator"):
+        monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.delenv("COMMLAB_START_METHOD", raising=False)
+
+
+def test_on_a_gpu_machine_gloo_ranks_are_not_forked(gpu_machine, monkeypatch):
+    from commlab.runtime import fork_is_safe, resolve_start_method
+
+    assert not fork_is_safe()
+    assert resolve_start_method("gloo") == "forkserver"
+    monkeypatch.setitem(FORKED_MARK, "set in the parent", True)
+    assert launch(_was_i_forked, 2, runtime="gloo") == [False, False]
+    _no_leftovers()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: its ranks are never forked")
+def test_on_a_cpu_machine_gloo_ranks_are_forked(monkeypatch):
+    monkeypatch.delenv("COMMLAB_START_METHOD", raising=False)
+    monkeypatch.setitem(FORKED_MARK, "set in the parent", True)
+    assert launch(_was_i_forked, 2, runtime="gloo") == [True, True]
+
+
+def test_forked_and_fresh_ranks_compute_the_same_bits():
+    runs = {m: launch(_module_level, 2, runtime="gloo", args=(3,), start_method=m) for m in ("forkserver", "spawn")}
+    assert runs["forkserver"] == runs["spawn"] == launch(_module_level, 2, runtime="threads", args=(3,))
+
+
+def test_on_a_gpu_machine_a_notebook_function_gets_the_clear_message(gpu_machine):
+    with pytest.raises(RuntimeError, match="importable module") as info:
+        launch(lambda comm: comm.rank, 2, runtime="gloo")
+    assert "has a GPU" in str(info.value) and "'forkserver'" in str(info.value)
+    _no_leftovers()
+
+
+def test_fork_is_refused_where_it_is_unsafe(gpu_machine, monkeypatch):
+    with pytest.raises(ValueError, match="start_method='fork' is unsafe here: this machine has a GPU"):
+        launch(_module_level, 2, runtime="gloo", args=(1,), start_method="fork")
+    monkeypatch.setenv("COMMLAB_START_METHOD", "fork")
+    with pytest.raises(ValueError, match="COMMLAB_START_METHOD='fork' is unsafe here"):
+        launch(_module_level, 2, runtime="gloo", args=(1,))
+
+
+def test_bad_start_method_names_the_valid_ones(monkeypatch):
+    with pytest.raises(ValueError, match="unknown start_method 'thread'; valid: fork, forkserver, spawn"):
+        launch(_module_level, 2, runtime="gloo", args=(1,), start_method="thread")
+    monkeypatch.setenv("COMMLAB_START_METHOD", "posix_spawn")
+    with pytest.raises(ValueError, match="unknown COMMLAB_START_METHOD 'posix_spawn'; valid: fork, forkserver"):
+        launch(_module_level, 2, runtime="gloo", args=(1,))
+    _no_leftovers()
+
+
+def test_the_environment_chooses_the_default_start_method(monkeypatch):
+    from commlab.runtime import resolve_start_method
+
+    monkeypatch.setenv("COMMLAB_START_METHOD", "spawn")
+    assert resolve_start_method("gloo") == "spawn"
+    assert resolve_start_method("gloo", "forkserver") == "forkserver"  # the argument wins
+    monkeypatch.setitem(FORKED_MARK, "set in the parent", True)
+    assert launch(_was_i_forked, 2, runtime="gloo") == [False, False]

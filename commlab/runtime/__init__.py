@@ -1,7 +1,7 @@
 """Where ranks live: the Comm interface, its runtimes, and launch()."""
 from .comm import Comm, CommStats, Work, nbytes
 from .errors import Aborted, CommTimeout, RankError
-from .launch import RUNTIMES, launch, under_torchrun
+from .launch import RUNTIMES, START_METHODS, fork_is_safe, launch, resolve_start_method, under_torchrun
 
 __all__ = ["Comm", "CommStats", "Work", "nbytes", "Aborted", "CommTimeout", "RankError", "RUNTIMES",
-           "launch", "under_torchrun"]
+           "START_METHODS", "fork_is_safe", "launch", "resolve_start_method", "under_torchrun"]

@@ -2,9 +2,12 @@
 return the results by rank.
 
 * ``threads``: ranks are threads of this process (functions from a notebook cell work).
-* ``gloo``: one process per rank over torch.distributed with Gloo, on CPUs. On Linux the
-  processes are forked (fast, notebook functions work); elsewhere they are spawned and
-  ``fn`` must be importable from a module.
+* ``gloo``: one process per rank over torch.distributed with Gloo, on CPUs. On a Linux machine
+  without a GPU the processes are forked (fast; a function from a notebook cell works). On a
+  machine with a GPU they never are: autograd starts a thread per device at the first backward
+  pass, and a forked child of such a process cannot run autograd. There, and off Linux, they
+  start from a fork server (``forkserver``, which has imported commlab once) or are spawned,
+  and ``fn`` must be importable from a module (:func:`resolve_start_method` says which, and why).
 * ``nccl``: one spawned process per GPU over torch.distributed with NCCL.
 * Under ``torchrun`` (RANK and WORLD_SIZE in the environment) with gloo or nccl, this
   process is one rank of the job; every process gets the full list of results.
@@ -31,6 +34,8 @@ from .errors import Aborted, CommTimeout, RankError
 from .threads import ThreadComm, World
 
 RUNTIMES = ("threads", "gloo", "nccl")
+START_METHODS = ("fork", "forkserver", "spawn")
+START_METHOD_ENV = "COMMLAB_START_METHOD"  # the default start method, e.g. to try a GPU server's path
 
 
 def _check(fn, world_size, runtime, timeout):
@@ -62,6 +67,8 @@ def launch(fn, world_size: int | None = None, runtime: str = "threads", net=None
 
     net: None, a link profile name, a LinkModel or a Network: gives each rank a simulated
     clock (``comm.clock``). timeout: seconds a rank may wait for a peer before the run fails.
+    start_method: how Gloo and NCCL rank processes start, "fork", "forkserver" or "spawn"
+    (None: :func:`resolve_start_method`'s choice; fork is refused where it is unsafe).
     """
     network = as_network(net)
     if runtime in ("gloo", "nccl") and under_torchrun():
@@ -141,12 +148,42 @@ def _child(rank, world_size, backend, init_method, fn, args, network, timeout, q
         queue.put(("err", rank, f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 
-def _start_method(runtime, fn, start_method):
-    method = start_method
-    if method is None:
-        if runtime == "gloo" and sys.platform.startswith("linux") and not torch.cuda.is_initialized():
-            return "fork"
-        method = "spawn"
+def fork_is_safe() -> bool:
+    """Whether a rank process may be forked from this one: on Linux, and only where autograd
+    never starts device threads, i.e. no accelerator is visible (a CPU-only machine). With a GPU,
+    the first backward pass starts one autograd thread per device, after which a forked child
+    fails at its own first backward ("Unable to handle autograd's threading in combination with
+    fork-based multiprocessing"); CUDA itself cannot be used in a forked child either."""
+    if not sys.platform.startswith("linux"):
+        return False
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and accelerator.is_available():
+        return False
+    return not torch.cuda.is_available()
+
+
+def resolve_start_method(runtime: str = "gloo", requested: str | None = None) -> str:
+    """How rank processes start: ``requested`` (or the environment's COMMLAB_START_METHOD) if
+    given, else ``fork`` for Gloo where :func:`fork_is_safe`, else ``forkserver`` on Linux and
+    ``spawn`` elsewhere. NCCL ranks are never forked (CUDA)."""
+    source = "start_method"
+    if requested is None and os.environ.get(START_METHOD_ENV):
+        requested, source = os.environ[START_METHOD_ENV], START_METHOD_ENV
+    if requested is not None:
+        if requested not in START_METHODS:
+            raise ValueError(f"unknown {source} {requested!r}; valid: {', '.join(START_METHODS)}")
+        if requested == "fork" and (runtime != "gloo" or not fork_is_safe()):
+            why = "NCCL ranks use CUDA" if runtime != "gloo" else \
+                "this machine has a GPU, and a process forked once autograd has started its device threads cannot run autograd"
+            raise ValueError(f"{source}='fork' is unsafe here: {why}; use 'forkserver' or 'spawn'")
+        return requested
+    if runtime == "gloo" and fork_is_safe():
+        return "fork"
+    return "forkserver" if sys.platform.startswith("linux") else "spawn"
+
+
+def _start_method(runtime, fn, requested):
+    method = resolve_start_method(runtime, requested)
     if method != "fork":  # spawn and forkserver pickle fn: check it here, with a clear message
         try:
             pickle.dumps(fn)
@@ -155,9 +192,20 @@ def _start_method(runtime, fn, start_method):
                 raise pickle.PicklingError("it is defined in an interactive session (a notebook cell or a REPL)")
         except Exception as e:
             raise RuntimeError(
-                f"{getattr(fn, '__qualname__', fn)!r} cannot be sent to spawned processes ({e}). Define it in an "
+                f"{getattr(fn, '__qualname__', fn)!r} cannot be sent to spawned processes ({e}); they start by "
+                f"{method!r} here, not by fork ({_why_not_fork(runtime)}). Define it in an "
                 f"importable module (a .py file) and import it, or use runtime='threads'.") from e
     return method
+
+
+def _why_not_fork(runtime) -> str:
+    if runtime != "gloo":
+        return "NCCL ranks use CUDA"
+    if fork_is_safe():
+        return "as asked"
+    if not sys.platform.startswith("linux"):
+        return f"{sys.platform} does not fork safely"
+    return "this machine has a GPU, and autograd's device threads cannot be forked"
 
 
 def _blame(first, queue, procs, done, grace: float = 0.25) -> RankError:
@@ -187,9 +235,13 @@ def _run_processes(fn, world_size, runtime, network, timeout, args, start_method
 
     method = _start_method(runtime, fn, start_method)
     ctx = mp.get_context(method)
+    if method == "forkserver":  # the server imports commlab (and torch) once; each rank forks from it
+        ctx.set_forkserver_preload(["commlab"])
     queue = ctx.Queue()
     init_method = f"tcp://127.0.0.1:{_free_port()}"
-    threads = 1 if method == "fork" else max(1, (os.cpu_count() or 1) // world_size)
+    # a forked child keeps one thread (OpenMP's pool does not survive a fork); a fresh process
+    # shares the cores, and never takes more threads than this process uses (the same sums)
+    threads = 1 if method == "fork" else max(1, min(torch.get_num_threads(), (os.cpu_count() or 1) // world_size))
     procs = [ctx.Process(target=_child, name=f"commlab-rank{r}", daemon=True,
                          args=(r, world_size, runtime, init_method, fn, args, network, timeout, queue, threads))
              for r in range(world_size)]
