@@ -7,11 +7,15 @@ import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 # columns that the same seed must reproduce exactly (wall time is the only one that may not)
 DETERMINISTIC = ("loss", "test_accuracy", "test_loss", "sim_time", "bytes_sent", "bytes_recv",
                  "server_bytes_sent", "server_bytes_recv", "samples", "staleness", "dropped", "worker_time",
                  "applied", "consensus")
+
+
+DIVERGED_LOSS = 1e4  # a cross-entropy this large means the models have blown up
 
 
 class Diverged(FloatingPointError):
@@ -30,6 +34,22 @@ class Diverged(FloatingPointError):
         """The Diverged a rank's error message reports (a Gloo rank's error arrives as text), or None."""
         m = re.search(r"(\w+) diverged at step (\d+) on worker (\d+)(?:: (.*))?", text)
         return None if m is None else cls(m[1], int(m[2]), int(m[3]), (m[4] or "").split("\n")[0])
+
+
+def check_health(rule: str, step: int, worker: int, loss: float, tensors=(), trained: bool = True) -> None:
+    """Raise :class:`Diverged` naming ``rule``, ``step`` and ``worker`` if the worker's ``loss`` is
+    NaN, infinite or above :data:`DIVERGED_LOSS`, or one of ``tensors`` (its model) holds a NaN or
+    an Inf. ``trained=False``: the worker took no step (a client FedAvg left out), so its NaN
+    loss means nothing. Cost: one max per tensor and one host sync."""
+    why = None
+    if math.isnan(loss) and trained or math.isinf(loss) or loss > DIVERGED_LOSS:
+        why = f"loss {loss:g}" + ("" if math.isnan(loss) else f" (above {DIVERGED_LOSS:g})")
+    else:
+        tensors = [t.detach() for t in tensors if t.numel()]
+        if tensors and not bool(torch.isfinite(torch.stack([t.abs().amax().float() for t in tensors])).all()):
+            why = "a NaN or an Inf in its model" + ("" if math.isfinite(loss) else f" (loss {loss})")
+    if why is not None:
+        raise Diverged(rule, step, worker, why + "; lower lr")
 
 
 @dataclass

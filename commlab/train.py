@@ -32,7 +32,7 @@ from . import sync as sync_pkg
 from .arch import ExchangeSetup
 from .config import Config
 from .flat import flatten, unflatten_into
-from .history import Diverged, History, merge_ranks
+from .history import Diverged, History, check_health, merge_ranks
 from .intensity import count_params, flops_per_sample
 from .models import build_model
 from .net.clock import DEFAULT_FLOPS, as_network
@@ -121,29 +121,34 @@ class Trainer:
         with _BUILD_LOCK:  # state shared by all ranks of the process (Hogwild's parameters), or None
             torch.manual_seed(c.seed)
             shared = sync.shared_state(lambda: build_model(c.model, self.dataset, **c.model_kw))
-        try:
-            results = launch(_train_rank, world, runtime=c.runtime, net=self.network, timeout=c.timeout,
-                             args=(c, self.dataset, self.shards, self.flops_per_sample, shared, steps, self.schedule))
-        except RankError as e:
-            diverged = Diverged.from_message(str(e))
-            if diverged is not None:
-                raise diverged from e
-            raise
+        results = _launch(_train_rank, world, c, self.network,
+                          (c, self.dataset, self.shards, self.flops_per_sample, shared, steps, self.schedule))
         return merge_ranks(results, asdict(c))
 
     def _fit_parallel(self, steps: int) -> History:
         """A 3D-parallel run (:mod:`commlab.parallel.training`); the shards of replica 0 kept at each
         evaluation step are joined into the full model and evaluated here, so evaluating sends nothing."""
         c, ds = self.config, self.dataset
-        results = launch(parallel_pkg.train_rank, self.layout.world, runtime=c.runtime, net=self.network,
-                         timeout=c.timeout, args=(c, ds, self.shards, self.flops_per_sample, partial(_build, c, ds),
-                                                  self.layout, steps))
+        results = _launch(parallel_pkg.train_rank, self.layout.world, c, self.network,
+                          (c, ds, self.shards, self.flops_per_sample, partial(_build, c, ds), self.layout, steps))
         full = _build(c, ds)
         for step in results[0]["snapshots"]:
             parallel_pkg.join(full, results, self.layout, step)
             results[0]["acc"][step - 1], results[0]["test_loss"][step - 1] = _evaluate(full, ds.x_test, ds.y_test,
                                                                                        "cpu")
         return merge_ranks(results, asdict(c))
+
+
+def _launch(rank_fn, world: int, c: Config, network, args) -> list:
+    """Run ``rank_fn`` on every rank; a rank's Diverged (which reaches us as a RankError's text
+    from a Gloo process) is raised as itself."""
+    try:
+        return launch(rank_fn, world, runtime=c.runtime, net=network, timeout=c.timeout, args=args)
+    except RankError as e:
+        diverged = Diverged.from_message(str(e))
+        if diverged is not None:
+            raise diverged from e
+        raise
 
 
 class Scheduled:
@@ -243,6 +248,7 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
     for step in range(1, steps + 1):
         before = comm.stats.snapshot()
         info = sync.round(worker)
+        check_health(sync.name, step, comm.rank, info["loss"], model.parameters(), trained=info.get("samples") != 0)
         delta = comm.stats.snapshot() - before
         rec["loss"].append(info["loss"])
         rec["staleness"].append(info.get("staleness"))
@@ -256,6 +262,7 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
             with exchange.evaluating(model):
                 if comm.rank == 0:
                     acc, tl = _evaluate(model, ds.x_test, ds.y_test, comm.device, info.get("average"))
+                    check_health(sync.name, step, comm.rank, tl)  # the model the server holds
         rec["acc"].append(acc)
         rec["test_loss"].append(tl)
         rec["wall"].append(time.perf_counter() - start)

@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 
 from commlab.history import DETERMINISTIC, History, clock_gaps  # noqa: E402
 
@@ -152,3 +153,39 @@ def test_clock_gaps_by_hand():
     assert clock_gaps(log, 2).tolist() == [1, 2, 1, 2, 1, 0]
     assert clock_gaps(log, 3).tolist() == [1, 2, 2, 3, 3, 3]            # worker 2 never pushed
     assert clock_gaps([], 4).tolist() == []
+
+
+# ----- check_health: when a run has diverged ---------------------------------------------------
+def test_check_health_names_rule_step_and_worker():
+    from commlab.history import Diverged, check_health
+
+    check_health("bsp", 3, 1, 2.3, [torch.ones(3), torch.zeros(0)])  # healthy: nothing
+    with pytest.raises(Diverged, match=r"^asp diverged at step 7 on worker 2: loss 20000 \(above 10000\); lower lr$"):
+        check_health("asp", 7, 2, 2e4)
+    with pytest.raises(Diverged, match="worker 1: loss inf"):
+        check_health("bsp", 1, 1, math.inf)
+    with pytest.raises(Diverged, match="worker 0: loss nan; lower lr"):
+        check_health("bsp", 1, 0, math.nan)
+    bad = torch.ones(4, dtype=torch.bfloat16)
+    bad[2] = float("inf")
+    with pytest.raises(Diverged, match="a NaN or an Inf in its model"):
+        check_health("local_sgd", 5, 3, 1.0, [torch.ones(2), bad])
+
+
+def test_check_health_a_worker_that_did_not_train_may_have_no_loss():
+    from commlab.history import Diverged, check_health
+
+    check_health("fedavg", 2, 4, math.nan, [torch.ones(3)], trained=False)
+    with pytest.raises(Diverged, match=r"a NaN or an Inf in its model \(loss nan\)"):
+        check_health("fedavg", 2, 4, math.nan, [torch.tensor([math.nan])], trained=False)
+
+
+def test_diverged_survives_pickling_and_its_text():
+    import pickle
+
+    from commlab.history import Diverged
+
+    e = Diverged("ssp", 12, 3, "loss inf; lower lr")
+    back = pickle.loads(pickle.dumps(e))
+    again = Diverged.from_message(f"rank 3 failed: Diverged: {e}")
+    assert (back.rule, back.step, back.worker, str(back)) == (again.rule, again.step, again.worker, str(e))

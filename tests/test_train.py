@@ -264,3 +264,41 @@ def test_fp16_compression_matches_uncompressed_training_closely():
 def test_dgc_refuses_optimizer_momentum_it_would_apply_twice():
     with pytest.raises(ValueError, match="momentum=0"):
         _trainer(compress="dgc(0.01)", momentum=0.9)
+
+
+# ----- divergence is reported, not returned as NaNs ------------------------------------------
+@pytest.mark.parametrize("kw,rule", [
+    (dict(sync="bsp"), "bsp"),
+    (dict(sync="bsp", arch="ring", schedule="wfbp"), "bsp"),
+    (dict(sync="local_sgd(period=4)"), "local_sgd"),
+    (dict(sync="asp"), "asp"),
+    (dict(sync="ssp(staleness=2)"), "ssp"),
+    (dict(sync="bsp", arch="ps(shards=2)"), "bsp"),
+    (dict(sync="fedavg(fraction=0.5, local_steps=2)"), "fedavg"),
+    (dict(sync="dynamic_batch(growth=1.2)"), "dynamic_batch"),
+    (dict(sync="hogwild"), "hogwild"),
+    (dict(sync="dpsgd"), "dpsgd"),
+    (dict(sync="bsp", runtime="gloo", workers=2), "bsp"),
+    (dict(sync="asp", runtime="gloo", workers=2), "asp"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_a_diverging_run_raises_diverged_naming_rule_step_and_worker(kw, rule):
+    from commlab.history import Diverged
+
+    kw.setdefault("workers", WORKERS)
+    with pytest.raises(Diverged) as info:
+        _trainer(model="mlp", data="digits", lr=1e6, seed=0, **kw).fit(30)
+    e = info.value
+    assert e.rule == rule and 1 <= e.step <= 3 and 0 <= e.worker < kw["workers"], str(e)
+    assert f"{rule} diverged at step {e.step} on worker {e.worker}" in str(e) and "lower lr" in str(e)
+
+
+def test_a_3d_parallel_run_that_diverges_raises_diverged():
+    from commlab.history import Diverged
+
+    with pytest.raises(Diverged, match=r"bsp diverged at step \d+ on worker \d+"):
+        _trainer(model="transformer", data="tokens", workers=4, parallel="dp=2,tp=2,pp=1", lr=1e5).fit(10)
+
+
+def test_a_run_that_stays_finite_is_untouched(run100):
+    _, h = run100
+    assert all(math.isfinite(x) for x in h.loss)

@@ -57,13 +57,18 @@ def rounds_to_target(history, workers: int, batch: int, target: float = TARGET) 
 
 
 def measure_one(name: str, seed: int, steps: int = STEPS) -> float:
-    """Rounds to the target of option ``name`` from ``seed`` (NaN if never reached)."""
+    """Rounds to the target of option ``name`` from ``seed`` (NaN if never reached, or if the
+    run diverged)."""
+    from ..history import Diverged
     from ..train import Trainer
 
     if name not in OPTIONS:
         raise ValueError(f"unknown option {name!r}; valid: {', '.join(OPTIONS)}")
     kw = {k: v for k, v in OPTIONS[name].items() if k != "kind"}
-    history = Trainer(seed=seed, **SETUP, **kw).fit(steps)
+    try:
+        history = Trainer(seed=seed, **SETUP, **kw).fit(steps)
+    except Diverged:
+        return math.nan
     return rounds_to_target(history, SETUP["workers"], SETUP["batch_size"])
 
 

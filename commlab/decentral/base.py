@@ -27,11 +27,9 @@ import torch
 from .. import compress as compress_pkg
 from ..compress.base import Compressor
 from ..flat import flatten, grads, unflatten_into
-from ..history import Diverged
+from ..history import DIVERGED_LOSS, Diverged
 from ..sync.base import Synchronizer
 from .architecture import is_gossip
-
-DIVERGED_LOSS = 1e4  # a cross-entropy this large means the models have blown up
 
 
 class Decentralized(Synchronizer):

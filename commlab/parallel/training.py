@@ -38,6 +38,7 @@ import torch.nn.functional as F
 
 from ..data import batches
 from ..flat import flatten, unflatten_into
+from ..history import check_health
 from .layout import Layout
 from .pipeline import run_pipeline
 from .stages import shape_of, stage_layers, transformer_stage
@@ -111,8 +112,10 @@ def train_rank(comm, c, ds, shards, flops_per_sample: float, build, layout, step
         groups["dp"].all_reduce(flat, op="avg")
         unflatten_into(flat, [p.grad for p in params])
         optimizer.step()
+        loss = sum(losses) / len(losses) if stage.last else math.nan
+        check_health("bsp", step, comm.rank, loss, params, trained=stage.last)  # only the last stage has a loss
         delta = comm.stats.snapshot() - before
-        rec["loss"].append(sum(losses) / len(losses) if stage.last else math.nan)
+        rec["loss"].append(loss)
         rec["staleness"].append(None)
         rec["samples"].append(len(y) if (t == 0 and s == 0) else 0)
         rec["consensus"].append(None)
