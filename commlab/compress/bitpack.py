@@ -1,21 +1,20 @@
-"""Bits on the wire: fixed-width packing of small integers, and streams of variable-length
-codes (the machinery under :mod:`commlab.compress.coding`).
+"""Bits on the wire: fixed-width packing of small integers (under :mod:`commlab.compress.coding`).
 
 * ``pack_bits(v, k)`` / ``unpack_bits(b, k, n)``: n integers of k bits in ceil(n k / 8) bytes
   (8 values fill k bytes, little-endian within the group); ``unpack_bits(b, k, n, values)``
   decodes straight to values[code]; ``pack_signs(x)`` packs x < 0 and ``unpack_signs`` reads
   k = 1 as bools or as values from a table; ``pack_trits``: values in {0,1,2} five to a byte
   (3^5 = 243 <= 256), 1.6 bits each.
-  Cost, all vectorized: k = 1 is one numpy ``packbits``/``unpackbits`` call; k < 8 builds
-  one 64-bit word per group of 8 values (8 shift-or passes over d/8 words, then a byte view),
-  and with ``values`` reads two codes per lookup in a table of the 4^k pairs;
-  trits are 5 multiply-add passes over d/5 bytes. Signs and trits decode straight into
-  their values by one lookup per byte in a 256 x 8 (256 x 5) table: one pass writing the output.
-* ``write_codes(code, length)``: codes of varying length back to back, most significant bit
-  first, in ceil(total / 8) bytes; ``read_codes`` reads codes at given bit offsets. Both are
-  vectorized through 64-bit words (numpy, on the CPU): a code starting at bit o lies in word
-  o // 64 and may spill into the next. ``write_symbols`` writes symbols of a small alphabet
-  from a code table, a few symbols per table lookup.
+  Cost, all vectorized. On the CPU: k = 1 is one numpy ``packbits``/``unpackbits`` call; k < 8
+  builds one 64-bit word per group of 8 values (8 shift-or passes over d/8 words, then a byte
+  view), and with ``values`` reads two codes per lookup in a table of the 4^k pairs; trits are
+  5 multiply-add passes over d/5 bytes. On a GPU (any device but the CPU) nothing leaves the
+  device and each packing is one fused multiply-and-sum: a group of 8 values times
+  (1, 2^k, ..., 2^7k) summed along the group is its word (the bits are disjoint, so the sum is
+  their OR; signs sum straight into one uint8 byte, trits times (1, 3, ..., 81) into one), and
+  each unpacking is one broadcast shift-and-mask of the words. Signs and trits decode straight
+  into their values by one lookup per byte in a 256 x 8 (256 x 5) table: one pass writing the output.
+Streams of variable-length codes are :mod:`commlab.compress.bitstream`'s.
 """
 from __future__ import annotations
 
@@ -37,7 +36,7 @@ SMALL_BITS = 1 << 22  # up to here numpy's one-call bit table beats 8 shifted pa
 
 
 def _by_numpy(device, k: int, n: int) -> bool:
-    return device.type == "cpu" and k <= 24 and k != 8 and n * k <= (SMALL_BITS if k > 8 else SMALL_BITS >> 5)
+    return not _fused(device) and k <= 24 and k != 8 and n * k <= (SMALL_BITS if k > 8 else SMALL_BITS >> 5)
 
 
 def _work_dtype(k: int):
@@ -49,12 +48,53 @@ def _groups(v: torch.Tensor, n: int) -> torch.Tensor:
     return torch.cat([v, v.new_zeros(-n % 8)]) if n % 8 else v
 
 
+def _fused(device) -> bool:
+    """Whether to pack with the fused kernels (every device but the CPU, where numpy's one
+    call and the word loops are faster)."""
+    return device.type != "cpu"
+
+
+def pack_fused(values: torch.Tensor, k: int) -> torch.Tensor:
+    """:func:`pack_bits` for k < 8 in torch alone, one multiply and one sum per group of 8:
+    the GPU's path (the same bytes on any device)."""
+    n = values.numel()
+    groups = -(-n // 8)
+    v = _groups(values.reshape(-1), n).view(groups, 8)
+    if k == 1:  # 0/1 times (1, 2, ..., 128), summed in uint8: the group's byte
+        b = v.view(torch.uint8) if v.dtype == torch.bool else v.to(torch.uint8)
+        return (b * _weights(torch.uint8, 1, v.device)).sum(1, dtype=torch.uint8)
+    w = (v.to(torch.int64) * _weights(torch.int64, k, v.device)).sum(1)  # disjoint bits: sum = OR
+    return w.view(torch.uint8).view(groups, 8)[:, :k].reshape(-1)[: -(-n * k // 8)]
+
+
+def unpack_fused(data: torch.Tensor, k: int, n: int) -> torch.Tensor:
+    """:func:`unpack_bits` for k < 8 in torch alone: one broadcast shift-and-mask (int32)."""
+    if k == 1:
+        shifts = torch.arange(8, dtype=torch.uint8, device=data.device)
+        return ((data.reshape(-1, 1) >> shifts) & 1).view(-1)[:n].to(torch.int32)
+    shifts = torch.arange(0, 8 * k, k, dtype=torch.int64, device=data.device)
+    return ((_group_words(data, k, n).unsqueeze(1) >> shifts) & ((1 << k) - 1)).view(-1)[:n].to(torch.int32)
+
+
+_WEIGHTS: dict = {}
+
+
+def _weights(dtype, k: int, device) -> torch.Tensor:
+    """(1, 2^k, ..., 2^7k) as ``dtype`` on ``device`` (made once per device)."""
+    key = (dtype, k, str(device))
+    if key not in _WEIGHTS:
+        _WEIGHTS[key] = torch.tensor([1 << (j * k) for j in range(8)], dtype=dtype, device=device)
+    return _WEIGHTS[key]
+
+
 def pack_bits(values: torch.Tensor, k: int) -> torch.Tensor:
     """Pack non-negative integers < 2^k (k in 1..56) into ceil(n k / 8) uint8 bytes."""
     if not isinstance(k, int) or not 1 <= k <= 56:
         raise ValueError(f"pack_bits: k={k!r} is out of range; valid: an integer in 1..56")
     n = values.numel()
-    if k == 1 and values.device.type == "cpu":  # the same layout, by numpy
+    if k < 8 and _fused(values.device):
+        return pack_fused(values, k)
+    if k == 1:  # the same layout, by numpy
         bits = values.reshape(-1).to(torch.bool).numpy()
         return torch.from_numpy(np.packbits(bits, bitorder="little"))
     if _by_numpy(values.device, k, n):
@@ -103,7 +143,7 @@ def unpack_bits(data: torch.Tensor, k: int, n: int, values: torch.Tensor | None 
     if data.numel() != -(-n * k // 8):
         raise ValueError(f"unpack_bits: {data.numel()} bytes cannot hold exactly {n} values of {k} bits")
     if values is not None:
-        if not 1 < k < 8 or _by_numpy(data.device, k, n):
+        if not 1 < k < 8 or _by_numpy(data.device, k, n) or _fused(data.device):
             return values.index_select(0, unpack_bits(data, k, n))
         pairs = torch.arange(1 << 2 * k, device=values.device)
         table = torch.stack([values[pairs & (1 << k) - 1], values[pairs >> k]], 1)
@@ -112,7 +152,9 @@ def unpack_bits(data: torch.Tensor, k: int, n: int, values: torch.Tensor | None 
         for j in range(4):  # pair j: values 2j and 2j + 1 of the group, bits [2 j k, (2 j + 2) k)
             idx[:, j] = (w >> (2 * j * k)) & ((1 << 2 * k) - 1)
         return table.index_select(0, idx.view(-1)).view(-1)[:n]
-    if k == 1 and data.device.type == "cpu":
+    if k < 8 and _fused(data.device):
+        return unpack_fused(data, k, n)
+    if k == 1:
         bits = np.unpackbits(data.reshape(-1).numpy(), count=n, bitorder="little")
         return torch.from_numpy(bits).to(torch.int32)
     if _by_numpy(data.device, k, n):  # read by numpy
@@ -147,14 +189,15 @@ def unpack_bits(data: torch.Tensor, k: int, n: int, values: torch.Tensor | None 
 def pack_signs(x: torch.Tensor) -> torch.Tensor:
     """``pack_bits(x < 0, 1)`` of a float tensor; on the CPU numpy compares and packs (no
     torch bool tensor in between: faster than torch's comparison)."""
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
+    if not _fused(x.device) and x.dtype in (torch.float32, torch.float64):
         return torch.from_numpy(np.packbits(np.less(x.detach().reshape(-1).numpy(), 0), bitorder="little"))
-    return pack_bits(x < 0, 1)
+    return pack_bits(x.detach() < 0, 1)
 
 
 # bit j of every byte b, and digit j of b in base 3: (b // 3^j) % 3, for lookups of whole bytes
 BYTE_BITS = torch.tensor([[b >> j & 1 for j in range(8)] for b in range(256)])
 TRIT_DIGITS = torch.tensor([[b // 3 ** j % 3 for j in range(5)] for b in range(256)])
+TRIT_WEIGHTS = torch.tensor([1, 3, 9, 27, 81], dtype=torch.uint8)
 
 
 def _lookup(table: torch.Tensor, data: torch.Tensor, n: int) -> torch.Tensor:
@@ -167,10 +210,11 @@ def unpack_signs(data: torch.Tensor, n: int, values: torch.Tensor | None = None)
     2-entry table ``values``, values[bit] instead, by one lookup of 8 entries per byte."""
     if values is not None:
         return _lookup(values[BYTE_BITS.to(values.device)], data.to(values.device), n)
-    if data.device.type == "cpu":
+    if not _fused(data.device):
         bits = np.unpackbits(data.reshape(-1).numpy(), count=n, bitorder="little")
         return torch.from_numpy(bits).view(torch.bool)
-    return unpack_bits(data, 1, n).bool()
+    shifts = torch.arange(8, dtype=torch.uint8, device=data.device)
+    return ((data.reshape(-1, 1) >> shifts) & 1).view(-1)[:n].view(torch.bool)
 
 
 def pack_trits(values: torch.Tensor) -> torch.Tensor:
@@ -180,6 +224,8 @@ def pack_trits(values: torch.Tensor) -> torch.Tensor:
     if n % 5:
         v = torch.cat([v, v.new_zeros(-n % 5)])
     v = v.view(-1, 5)
+    if _fused(v.device):  # one multiply and one sum: at most 2 (1 + 3 + 9 + 27 + 81) = 242
+        return (v * TRIT_WEIGHTS.to(v.device)).sum(1, dtype=torch.uint8)
     out = v[:, 4] * 3  # Horner, in uint8: every partial sum is below 243
     for j in (3, 2, 1):
         out += v[:, j]
@@ -192,91 +238,3 @@ def unpack_trits(data: torch.Tensor, n: int, values: torch.Tensor | None = None)
     instead, by one lookup of 5 entries per byte."""
     table = TRIT_DIGITS.to(data.device)
     return _lookup(table if values is None else values[table], data, n)
-
-
-# ----------------------------------------------------------------------------- variable length
-MAX_CODE_BITS = 56
-
-
-def write_codes(code, length, at: int = 0) -> tuple[torch.Tensor, int]:
-    """Concatenate codes (code i is the low length[i] bits of code[i], written most significant
-    bit first), starting ``at`` bits into the stream (bits before are 0): (bytes, bits)."""
-    code = np.asarray(code).astype(np.uint64, copy=False)
-    length = np.asarray(length).astype(np.int64, copy=False)
-    if length.size and int(length.max()) > MAX_CODE_BITS:
-        raise ValueError(f"write_codes: a code of {int(length.max())} bits; at most {MAX_CODE_BITS}")
-    end = np.cumsum(length)
-    end += at
-    nbits = int(end[-1]) if end.size else at
-    start = end - length
-    w = start >> 6
-    e = start
-    e &= 63
-    e += length  # where the code ends, counted from the top of word w: 0..120
-    shift = np.subtract(64, e, out=end)  # end is no longer needed; reuse its memory
-    # as uint64 a negative shift is huge, and numpy shifts by >= 64 give 0: codes that
-    # spill into word w + 1 get 0 here and are fixed below
-    first = code << shift.view(np.uint64)
-    spill = np.flatnonzero(e > 64)
-    first[spill] = code[spill] >> (e[spill] - 64).astype(np.uint64)
-    words = torch.zeros(nbits // 64 + 2, dtype=torch.int64)
-    # codes occupy disjoint bits, so adding them is OR-ing them (no carries)
-    words.index_add_(0, torch.from_numpy(w), torch.from_numpy(first.view(np.int64)))
-    if spill.size:
-        rest = code[spill] << (128 - e[spill]).astype(np.uint64)
-        words.index_add_(0, torch.from_numpy(w[spill] + 1), torch.from_numpy(rest.view(np.int64)))
-    data = words.numpy().astype(">i8").view(np.uint8)[: (nbits + 7) // 8]
-    return torch.from_numpy(data.copy()), nbits
-
-
-def write_symbols(symbols, codes, lengths, at: int = 0) -> tuple[torch.Tensor, int]:
-    """:func:`write_codes` for symbols of a small alphabet with code table (codes, lengths):
-    g consecutive symbols are looked up as one code of a table of (A + 1)^g entries (<= 2^16),
-    which writes the same bits with g times fewer codes."""
-    sym = np.asarray(symbols).reshape(-1)
-    codes = np.asarray(codes, np.uint64)
-    lengths = np.asarray(lengths, np.int64)
-    a = codes.size + 1  # one extra symbol of length 0 pads the last group
-    longest = max(int(lengths.max()) if lengths.size else 1, 1)
-    g = 1
-    while g < 4 and a ** (g + 1) <= 1 << 16 and (g + 1) * longest <= MAX_CODE_BITS:
-        g += 1
-    if g == 1:
-        return write_codes(codes[sym], lengths[sym], at)
-    c1, l1 = np.append(codes, 0).astype(np.uint64), np.append(lengths, 0)
-    cg, lg = c1, l1
-    for _ in range(g - 1):  # table of g-symbol groups: codes side by side, first symbol first
-        cg = ((cg[:, None] << l1[None, :].astype(np.uint64)) | c1[None, :]).reshape(-1)
-        lg = (lg[:, None] + l1[None, :]).reshape(-1)
-    n = sym.size
-    padded = np.full(-(-n // g) * g, a - 1, np.int32)
-    padded[:n] = sym
-    groups = padded.reshape(-1, g)
-    index = groups[:, 0].copy()
-    for j in range(1, g):
-        index *= a
-        index += groups[:, j]
-    return write_codes(cg[index], lg[index], at)
-
-
-def words(raw: np.ndarray) -> np.ndarray:
-    """Bytes as big-endian 64-bit words, with a zero word of slack at the end."""
-    buf = np.zeros((raw.size // 8 + 2) * 8, np.uint8)
-    buf[:raw.size] = raw
-    return buf.view(">u8").astype(np.uint64)
-
-
-def read_codes(words: np.ndarray, start, length) -> np.ndarray:
-    """The codes of ``length`` bits starting at bit ``start`` of a stream read by :func:`words`."""
-    start = np.asarray(start, np.int64)
-    length = np.asarray(length, np.int64)
-    w = start >> 6
-    r = (start & 63).view(np.uint64)
-    val = words[w]
-    val <<= r
-    w += 1
-    nxt = words[w]
-    nxt >>= np.subtract(64, r, out=r)  # r = 0: a shift by 64 gives 0
-    val |= nxt
-    val >>= np.subtract(64, length, out=w).view(np.uint64)
-    return val

@@ -31,8 +31,8 @@ import heapq
 import numpy as np
 import torch
 
-from .bitpack import (MAX_CODE_BITS, bits_for, pack_bits, pack_signs, pack_trits, read_codes, unpack_bits,
-                      unpack_signs, unpack_trits, write_codes, write_symbols, words as _words)
+from .bitpack import bits_for, pack_bits, pack_signs, pack_trits, unpack_bits, unpack_signs, unpack_trits
+from .bitstream import MAX_CODE_BITS, read_codes, write_codes, write_symbols, words as _words
 
 __all__ = ["MAX_CODE_BITS", "bits_for", "pack_bits", "unpack_bits", "pack_signs", "unpack_signs", "pack_trits",
            "unpack_trits", "write_codes", "read_codes", "write_symbols", "gamma_encode", "gamma_decode",
