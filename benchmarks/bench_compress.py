@@ -3,6 +3,7 @@
     python benchmarks/bench_compress.py                    # 8M fp32 values, and a 1024 x 1024 matrix
     python benchmarks/bench_compress.py --numel 25000000   # any size (--quick: 1M)
     python benchmarks/bench_compress.py --only qsgd terngrad --threads 1
+    python benchmarks/bench_compress.py --device cuda --numel 25000000   # on a GPU
 
 For each compressor (built with its default arguments from the registry, so compressors added
 later appear by themselves; a few variants as extra rows) and its reference, the time of
@@ -14,7 +15,8 @@ while a row has taken less than ``--budget`` seconds (a busy or virtual machine 
 timings noisy), and the table gives their ratio (> 1: ours is faster)
 and both wire sizes. Stateful compressors (momentum, residuals, shifts) get a fresh instance
 per timed call, and their references fresh zero state, so LAQ is timed on a round it sends.
-PowerSGD, ATOMO and top-k also run on a 1024 x 1024 matrix.
+PowerSGD, ATOMO and top-k also run on a 1024 x 1024 matrix. With ``--device cuda`` the input,
+ours and the references run on the GPU, each timing between two ``torch.cuda.synchronize()``.
 
 Target: ours at least as fast as its reference while sending fewer bytes; and the slowest
 compressor handles 25M values (compress + decompress) in < 5 s (scaled to ``--numel``).
@@ -45,7 +47,7 @@ def _buckets(x, b):  # rows of b values (the last one zero-padded)
 def ref_qsgd(x, s=16, b=512):
     v = _buckets(x, b)
     norms = v.norm(dim=1, keepdim=True)
-    levels = (v.abs() * (s / norms) + torch.rand(v.shape)).floor()
+    levels = (v.abs() * (s / norms) + torch.rand(v.shape, device=v.device)).floor()
     codes = (levels * torch.sign(v)).to(torch.int8)  # level and sign in one int8
     return [norms, codes], _qsgd_decode(norms, codes, s, x.numel())
 
@@ -56,7 +58,7 @@ def _qsgd_decode(norms, codes, s, d):
 
 def ref_terngrad(x):
     s = x.abs().max()
-    trits = (torch.sign(x) * (torch.rand(x.shape) < x.abs() / s)).to(torch.int8)
+    trits = (torch.sign(x) * (torch.rand(x.shape, device=x.device) < x.abs() / s)).to(torch.int8)
     return [s, trits], trits.float() * s
 
 
@@ -86,19 +88,19 @@ def ref_onebit(x, b=512):
 
 def ref_natural(x):
     m, e = torch.frexp(x)  # |x| = |m| 2^e, |m| in [0.5, 1): round 2^(e-1) up w.p. 2|m| - 1
-    exp = (e - 1 + (torch.rand(x.shape) < 2 * m.abs() - 1)).to(torch.int8)
+    exp = (e - 1 + (torch.rand(x.shape, device=x.device) < 2 * m.abs() - 1)).to(torch.int8)
     signs = torch.sign(x).to(torch.int8)
     return [exp, signs], torch.ldexp(signs.float(), exp)
 
 
 def ref_rotated(x, s=16, b=1024):
-    h = torch.ones(1, 1)
+    h = torch.ones(1, 1, device=x.device)
     while h.shape[0] < b:
         h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)])
-    d = torch.randint(0, 2, (b,)) * 2 - 1.0
+    d = torch.randint(0, 2, (b,), device=x.device) * 2 - 1.0
     y = (_buckets(x, b) * d) @ h / b ** 0.5
     lo, hi = y.min(1, keepdim=True).values, y.max(1, keepdim=True).values
-    q = ((y - lo) / (hi - lo) * s + torch.rand(y.shape)).floor().to(torch.uint8)
+    q = ((y - lo) / (hi - lo) * s + torch.rand(y.shape, device=y.device)).floor().to(torch.uint8)
     yq = lo + q.float() * ((hi - lo) / s)
     return [lo, hi, q], ((yq @ h / b ** 0.5) * d).view(-1)[:x.numel()]
 
@@ -136,7 +138,7 @@ def ref_topk(x, ratio=0.01):
 
 def ref_randk(x, ratio=0.01):
     k = max(1, round(ratio * x.numel()))
-    idx = torch.randperm(x.numel())[:k]
+    idx = torch.randperm(x.numel(), device=x.device)[:k]
     val = x[idx] * (x.numel() / k)
     return [idx, val], _scatter(x, idx, val)
 
@@ -167,7 +169,7 @@ def _as_matrix(x):
 
 def ref_powersgd(x, r=2):
     M = _as_matrix(x)
-    q = torch.randn(M.shape[1], r)
+    q = torch.randn(M.shape[1], r, device=M.device)
     p = torch.linalg.qr(M @ q).Q
     q = M.T @ p
     approx = p @ q.T
@@ -179,7 +181,7 @@ def ref_atomo(x, s=2):
     A = x.view(512, -1) if x.dim() == 1 and x.numel() % 512 == 0 else _as_matrix(x)
     U, S, Vh = torch.linalg.svd(A, full_matrices=False)
     p = (s * S / S.sum()).clamp(max=1)
-    keep = torch.rand(S.shape) < p
+    keep = torch.rand(S.shape, device=S.device) < p
     u, w = U[:, keep], Vh[keep] * (S[keep] / p[keep])[:, None]
     return [u, w], (u @ w).reshape(x.shape)
 
@@ -227,6 +229,11 @@ def specs(only):
     return names + [s for s in EXTRA if not only or s.split("(")[0].split("+")[0] in only]
 
 
+def _sync(x):
+    if x.device.type == "cuda":
+        torch.cuda.synchronize(x.device)
+
+
 def compare(spec, x, repeats, budget):
     """(our seconds, our bytes, reference seconds or None, reference bytes): the best of
     ``repeats`` rounds after a warm-up, or of as many as fit in ``budget`` seconds, ours and the
@@ -235,14 +242,17 @@ def compare(spec, x, repeats, budget):
     best, ref_best, ref_bytes, start, i = math.inf, math.inf, 0, time.perf_counter(), 0
     while i <= repeats or time.perf_counter() - start < budget:
         c = get(spec)
+        _sync(x)
         t0 = time.perf_counter()
         p = c.compress(x, key="bench")
         y = c.decompress(p)
+        _sync(x)
         best = min(best, time.perf_counter() - t0) if i else best
         assert y.shape == x.shape and y.dtype == x.dtype
         if ref is not None:
             t0 = time.perf_counter()
             sent, _ = ref[1](x)
+            _sync(x)
             ref_best = min(ref_best, time.perf_counter() - t0) if i else ref_best
             ref_bytes = sum(t.numel() * t.element_size() for t in sent)
         i += 1
@@ -280,17 +290,22 @@ def main():
     ap.add_argument("--repeats", type=int, default=5, help="timed rounds at least (after a warm-up)")
     ap.add_argument("--budget", type=float, default=2.0, help="more rounds while a row has taken less (s)")
     ap.add_argument("--only", nargs="*", default=None, help="registry names to run")
+    ap.add_argument("--device", default="cpu", help="where the tensors live: cpu (default) or cuda")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch intra-op threads (1 is steadier on a busy machine)")
     a = ap.parse_args()
+    if a.device not in ("cpu", "cuda") or (a.device == "cuda" and not torch.cuda.is_available()):
+        ap.error(f"--device {a.device!r} is not available here; valid: cpu"
+                 + (", cuda" if torch.cuda.is_available() else " (no CUDA GPU is visible)"))
     if a.threads:
         torch.set_num_threads(a.threads)
     n = 1_000_000 if a.quick else a.numel
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, best of >= {a.repeats} rounds "
+    where = torch.cuda.get_device_name() if a.device == "cuda" else f"{torch.get_num_threads()} CPU threads"
+    print(f"torch {torch.__version__}, {where}, best of >= {a.repeats} rounds "
           f"(more within {a.budget:g} s; ours and reference take turns)\nGB/s = fp32 input bytes / "
           f"(compress + decompress seconds); ours/ref = reference seconds / ours (> 1: ours faster)")
-    x = torch.randn(n)
+    x = torch.randn(n, device=a.device)
     rows, slowest = run(x, specs(a.only), a.repeats, a.budget)
     table(f"Vector of {n:,} fp32 values ({n * 4 / 1e6:.0f} MB); default arguments", HEADER, rows, last_left=True)
     limit = TARGET_S * n / 25_000_000
@@ -298,7 +313,7 @@ def main():
     print(f"\nslowest: {slowest[0]} {slowest[1]:.2f} s; target < {limit:.2f} s for {n:,} values: {verdict}")
     mats = [s for s in MATRIX if s in COMPRESSORS.names() and (not a.only or s in a.only)]
     if mats:
-        rows, _ = run(torch.randn(1024, 1024), mats, a.repeats, a.budget)
+        rows, _ = run(torch.randn(1024, 1024, device=a.device), mats, a.repeats, a.budget)
         table("Matrix 1024 x 1024 fp32 (4 MB)", HEADER, rows, last_left=True)
     print("\ndefaults: " + "; ".join(f"{s}{inspect.signature(COMPRESSORS.builders[s])}"
                                       for s in COMPRESSORS.names() if s in (a.only or COMPRESSORS.names())))
