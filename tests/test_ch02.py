@@ -4,6 +4,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 
 from commlab.chapters import ch02  # noqa: E402
 from commlab.arch.collectives import cost as allreduce_cost
@@ -113,3 +114,12 @@ def test_allreduce_explorer_headless():
     ranks.value = 8
     assert len(plt.get_fignums()) == before + 1
     assert "N = 8" in plt.gcf().axes[1].get_title()
+
+
+def test_agree_every_algorithm_gives_gloos_own_sum_in_fresh_processes():
+    from commlab import launch
+
+    results = launch(ch02.agree, 4, runtime="gloo", args=(101,), start_method="forkserver")
+    expected = (torch.arange(101, dtype=torch.float32) * 10).tolist()
+    assert all(r == results[0] for r in results)
+    assert all(v == expected for v in results[0].values()) and "native" in results[0]

@@ -7,12 +7,14 @@ import functools
 
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch, Rectangle
 
 from ..net import cost
 from ..net.link import PROFILES, get_link
 from .common import bytes_name, seconds_name
+from ..arch import collectives
 from ..arch.collectives import cost as allreduce_cost
 from ..arch.tree import cost as tree_cost, double_tree_cost
 
@@ -22,6 +24,18 @@ ALLREDUCE_COLORS = {"naive": "tab:gray", "ring": "tab:blue", "tree": "tab:orange
 SEGMENT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 MESSAGE_SIZES = tuple(10 ** (k / 4) for k in range(37))  # 1 B .. 1 GB, four sizes per decade
 MAP_WORLDS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+
+
+def agree(comm, numel: int) -> dict:
+    """A rank function for any runtime: every all-reduce algorithm of ``collectives.ALGORITHMS``
+    on the same rank-dependent vector of ``numel`` values; {algorithm: the result as a list}.
+    (Gloo's ranks import it from here: on a machine with a GPU they are not forked.)"""
+    out = {}
+    for name in collectives.ALGORITHMS:
+        x = torch.arange(numel, dtype=torch.float32) * (comm.rank + 1)
+        kw = {"group_size": 2} if name == "hierarchical" else {}
+        out[name] = collectives.allreduce(comm, x, name, **kw).tolist()
+    return out
 
 
 @functools.lru_cache(maxsize=None)
