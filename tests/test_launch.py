@@ -275,3 +275,14 @@ def test_the_environment_chooses_the_default_start_method(monkeypatch):
     assert resolve_start_method("gloo", "forkserver") == "forkserver"  # the argument wins
     monkeypatch.setitem(FORKED_MARK, "set in the parent", True)
     assert launch(_was_i_forked, 2, runtime="gloo") == [False, False]
+
+
+def test_a_script_read_from_stdin_gets_a_clear_message_instead_of_dead_ranks():
+    import subprocess
+    import sys
+
+    script = ("from commlab import launch\nfrom commlab.chapters.ch00 import collectives\n"
+              "launch(collectives, 2, runtime='gloo', start_method='forkserver')\n")
+    out = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "main script '<stdin>' is not a file" in out.stderr and "Save it as a .py file" in out.stderr

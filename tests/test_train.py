@@ -302,3 +302,20 @@ def test_a_3d_parallel_run_that_diverges_raises_diverged():
 def test_a_run_that_stays_finite_is_untouched(run100):
     _, h = run100
     assert all(math.isfinite(x) for x in h.loss)
+
+
+def test_on_a_gpu_machine_gloo_ranks_start_fresh_and_train_as_on_threads(monkeypatch):
+    """On a machine with a GPU the Gloo ranks are not forked (autograd's device threads): they
+    start from the fork server and import the Trainer's rank function; the run is the same."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    if hasattr(torch, "accelerator"):
+        monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.delenv("COMMLAB_START_METHOD", raising=False)
+    from commlab.runtime import resolve_start_method
+
+    assert resolve_start_method("gloo") == "forkserver"
+    kw = dict(model="mlp", data="digits", workers=2, sync="bsp", arch="ring", net="10GbE", seed=0)
+    gloo = _trainer(runtime="gloo", **kw).fit(6)
+    threads = _trainer(runtime="threads", **kw).fit(6)
+    assert gloo.bytes_sent == threads.bytes_sent and gloo.sim_time == threads.sim_time
+    assert gloo.loss == threads.loss  # the same sums: a fresh rank takes no more threads than this process

@@ -195,6 +195,13 @@ def _start_method(runtime, fn, requested):
                 f"{getattr(fn, '__qualname__', fn)!r} cannot be sent to spawned processes ({e}); they start by "
                 f"{method!r} here, not by fork ({_why_not_fork(runtime)}). Define it in an "
                 f"importable module (a .py file) and import it, or use runtime='threads'.") from e
+        main = sys.modules.get("__main__")
+        script = getattr(main, "__file__", None)
+        if getattr(main, "__spec__", None) is None and script is not None and not os.path.isfile(script):
+            raise RuntimeError(  # a fresh rank re-imports the main script, which must be a file
+                f"this program's main script {script!r} is not a file (a script read from standard input?); "
+                f"rank processes start by {method!r} here ({_why_not_fork(runtime)}) and import it again. "
+                "Save it as a .py file, or use runtime='threads'.")
     return method
 
 
@@ -202,7 +209,7 @@ def _why_not_fork(runtime) -> str:
     if runtime != "gloo":
         return "NCCL ranks use CUDA"
     if fork_is_safe():
-        return "as asked"
+        return "as requested"
     if not sys.platform.startswith("linux"):
         return f"{sys.platform} does not fork safely"
     return "this machine has a GPU, and autograd's device threads cannot be forked"
