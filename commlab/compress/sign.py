@@ -22,8 +22,9 @@ Wire: signs packed 8 per byte (1 = negative): ``header + ceil(d / 8)`` bytes for
 signum; + 4 bytes (the fp32 scale) for scaled_sign; + 8 bytes per bucket (two fp32 means) for
 onebit.
 
-Cost (d coordinates): compress is one comparison and numpy's ``packbits``
-(:func:`~commlab.compress.bitpack.pack_signs`), plus the NaN/Inf check (a sum of x; for
+Cost (d coordinates): compress is one comparison and numpy's ``packbits`` on the CPU, one fused
+multiply-and-sum of the signs into bytes on a GPU (:func:`~commlab.compress.bitpack.pack_signs`;
+nothing leaves the device), plus the NaN/Inf check (a sum of x; for
 scaled_sign the mean |x| doubles as the check); decompress writes the output in one pass,
 looking up 8 values (+-1 or +-scale) per byte.
 """
