@@ -23,7 +23,6 @@ names the valid choices and exit status 2, before anything runs.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 
@@ -35,6 +34,7 @@ from . import schedule as schedule_pkg
 from . import sim
 from . import sync as sync_pkg
 from .net.link import PROFILES
+from .history import Diverged
 from .runtime import RUNTIMES, RankError
 from .parallel.configs import MODELS as LARGE
 from .sim.protocols import PROTOCOLS
@@ -131,13 +131,11 @@ def _train(p, a) -> int:
         p.error(str(e))
     try:
         history = trainer.fit(a.steps)
-    except (RankError, FloatingPointError) as e:  # a failed rank, or divergence: said, and nothing written
-        print(f"python -m commlab train: {e}".splitlines()[0], file=sys.stderr)
+    except Diverged as e:  # the Trainer stops a run whose loss or model blows up: said, nothing written
+        print(f"python -m commlab train: {e} (now --lr {a.lr:g})", file=sys.stderr)
         return 1
-    bad = next((s for s, loss in zip(history.steps, history.loss) if not math.isfinite(loss)), None)
-    if bad is not None:  # reported, not written out as NaNs
-        print(f"python -m commlab train: training diverged at step {bad} (loss {history.loss[bad - 1]}); "
-              f"lower --lr (now {a.lr:g})", file=sys.stderr)
+    except RankError as e:  # a failed rank: said, and nothing written
+        print(f"python -m commlab train: {e}".splitlines()[0], file=sys.stderr)
         return 1
     frame = history.to_dataframe()
     tmp = out + ".partial"  # nothing half-written: write aside, then rename

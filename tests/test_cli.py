@@ -100,5 +100,5 @@ def test_divergence_is_reported_and_nothing_written(tmp_path, monkeypatch, capsy
     monkeypatch.chdir(tmp_path)
     assert main(["train", "--lr", "1e30", "--steps", "5", "--workers", "2", "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "training diverged at step" in err and "lower --lr (now 1e+30)" in err
+    assert "bsp diverged at step" in err and "on worker" in err and "lower lr (now --lr 1e+30)" in err
     assert os.listdir(tmp_path) == []
