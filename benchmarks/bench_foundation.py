@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from commlab import data, launch, models
 from commlab.bench import allreduce_seconds, launch_seconds, table
+from commlab.runtime import fork_is_safe
 from commlab.train import Trainer
 
 MODEL = {"hidden": (512, 512)}
@@ -26,8 +27,14 @@ GLOBAL_BATCH = 512
 
 
 def bench_launch(repeats):
-    rows = [[rt, n, f"{launch_seconds(n, rt, repeats) * 1e3:.1f}"] for rt in ("threads", "gloo") for n in (2, 4)]
-    table("launch: start ranks, run nothing, return", ["runtime", "ranks", "ms"], rows)
+    rows = [["threads", "-", n, "-", f"{launch_seconds(n, 'threads', repeats) * 1e3:.1f}"] for n in (2, 4)]
+    methods = (["fork"] if fork_is_safe() else []) + ["forkserver", "spawn"]
+    for method in methods:  # a GPU server never forks: forkserver is its default
+        for n in (2, 4):
+            first, rest = launch_seconds(n, "gloo", repeats, start_method=method, first=True)
+            rows.append(["gloo", method, n, f"{first * 1e3:.1f}", f"{rest * 1e3:.1f}"])
+    table("launch: start ranks, run nothing, return (the fork server starts at its first launch)",
+          ["runtime", "start method", "ranks", "first ms", "median ms"], rows)
 
 
 def bench_allreduce(sizes, repeats):

@@ -46,14 +46,16 @@ def _noop(comm):
     return comm.rank
 
 
-def launch_seconds(world_size: int, runtime: str, repeats: int = 3) -> float:
-    """Median wall seconds for ``launch`` to start ranks, run nothing, and return."""
+def launch_seconds(world_size: int, runtime: str, repeats: int = 3, start_method: str | None = None,
+                   first: bool = False):
+    """Median wall seconds for ``launch`` to start ranks, run nothing, and return; with
+    ``first``, (the first launch's seconds, the median of the others): a fork server starts once."""
     samples = []
-    for _ in range(repeats):
+    for _ in range(repeats + first):
         start = time.perf_counter()
-        launch(_noop, world_size, runtime=runtime)
+        launch(_noop, world_size, runtime=runtime, start_method=start_method)
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return (samples[0], statistics.median(samples[1:])) if first else statistics.median(samples)
 
 
 def _time_compute(comm, model, dataset, batch, steps, model_kw):
