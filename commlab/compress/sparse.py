@@ -28,6 +28,8 @@ entries exceed, keeps those candidates (one comparison and :func:`positions`), a
 there are at least k of them; otherwise (rare: the margin is many standard deviations of
 the sample estimate) it falls back to ``torch.topk`` on the whole vector. The result is
 exact in both cases; DGC (Lin et al. 2018) estimates its threshold from a sample the same way.
+This is the CPU's path, whose ``torch.topk`` sorts; on a GPU ``torch.topk`` is a radix select
+over the whole vector, which the sample's extra kernels and host syncs would only slow down.
 
 On the CPU, positions come from numpy's ``flatnonzero`` (:func:`positions`) and values are
 gathered with ``index_select`` and placed with ``scatter_`` (:func:`densify`): each several
@@ -104,7 +106,7 @@ def topk_indices(a: torch.Tensor, k: int, seed: int = 0) -> torch.Tensor:
         return torch.arange(d, device=a.device)
     if k <= 0:
         return torch.zeros(0, dtype=torch.int64, device=a.device)
-    if d < 1 << 19:
+    if d < 1 << 19 or a.device.type != "cpu":  # a GPU's topk is a radix select: no sample to beat it
         return torch.topk(a, k, sorted=False).indices
     m = min(d >> 5, SAMPLE)  # 1/32 of the entries, at most 2^17
     frac = max(1.5 * k / d, 64 / m)  # aim at 1.5 k candidates, and at least 64 sample points above
