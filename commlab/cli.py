@@ -27,6 +27,7 @@ import os
 import sys
 
 from . import arch as arch_pkg
+from . import checks
 from . import compress as compress_pkg
 from . import data as data_pkg
 from . import models as models_pkg
@@ -114,8 +115,14 @@ def _train(p, a) -> int:
     _check_name(p, "--model", a.model, list(models_pkg.MODELS))
     _check_name(p, "--data", a.data, list(data_pkg._LOADERS))
     out, ext = a.out, os.path.splitext(a.out)[1].lower()
-    if ext not in (".csv", ".parquet"):
-        p.error(f"--out {out!r}: the History is written as .csv or .parquet")
+    png = a.plot or os.path.splitext(out)[0] + ".png"
+    try:  # every output can be written, before any work starts
+        checks.output_path("--out", out, (".csv", ".parquet"))
+        checks.output_path("--plot", png, (".png",))
+    except (ValueError, TypeError) as e:
+        p.error(str(e))
+    if os.path.abspath(png) == os.path.abspath(out):
+        p.error(f"--plot {png!r} is --out's file too")
     if ext == ".parquet":
         try:
             import pyarrow  # noqa: F401
@@ -138,12 +145,19 @@ def _train(p, a) -> int:
         print(f"python -m commlab train: {e}".splitlines()[0], file=sys.stderr)
         return 1
     frame = history.to_dataframe()
-    tmp = out + ".partial"  # nothing half-written: write aside, then rename
-    frame.to_csv(tmp) if ext == ".csv" else frame.to_parquet(tmp)
-    os.replace(tmp, out)
-    png = a.plot or os.path.splitext(out)[0] + ".png"
-    _plot(frame, png, f"{a.model} on {a.data}, {a.workers} workers, {a.sync}, {a.arch}"
-                      + (f", {a.compress}" if a.compress else "") + (f", {a.net}" if a.net else ""))
+    tmp, tmp_png = out + ".partial", png + ".partial.png"  # both written aside, then both renamed
+    try:
+        frame.to_csv(tmp) if ext == ".csv" else frame.to_parquet(tmp)
+        _plot(frame, tmp_png, f"{a.model} on {a.data}, {a.workers} workers, {a.sync}, {a.arch}"
+                              + (f", {a.compress}" if a.compress else "") + (f", {a.net}" if a.net else ""))
+        os.replace(tmp, out)
+        os.replace(tmp_png, png)
+    except OSError as e:  # e.g. the disk filled up: all outputs or none
+        for path in (tmp, tmp_png):
+            if os.path.exists(path):
+                os.remove(path)
+        print(f"python -m commlab train: could not write the outputs ({e}); nothing written", file=sys.stderr)
+        return 1
     last = frame.iloc[-1]
     print(f"{len(frame)} steps: final loss {last['loss']:.4f}, test accuracy {history.final_accuracy:.4f}"
           + (f", {last['sim_time']:.4g} simulated s" if frame["sim_time"].notna().any() else ""))
@@ -165,8 +179,7 @@ def _plot(frame, path, title):
     ax.set_ylabel("training loss")
     ax.set_title(title, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path + ".partial.png", dpi=100)
-    os.replace(path + ".partial.png", path)
+    fig.savefig(path, dpi=100, format="png")
     plt.close(fig)
 
 
@@ -174,9 +187,10 @@ def _cluster(p, a):
     for flag, v in (("--gpus", a.gpus), ("--gpus-per-node", a.gpus_per_node)):
         if v < 1:
             p.error(f"{flag} {v} must be >= 1")
-    g = min(a.gpus_per_node, a.gpus)
+    g = a.gpus_per_node
     if a.gpus % g:
-        p.error(f"--gpus {a.gpus} must be a multiple of --gpus-per-node {g}")
+        hint = f"; for one node of {a.gpus} GPUs give --gpus-per-node {a.gpus}" if a.gpus < g else ""
+        p.error(f"--gpus {a.gpus} must be a multiple of --gpus-per-node {g} (whole nodes){hint}")
     try:
         return sim.Cluster(a.gpus // g, g, intra=a.intra, inter=a.net), g
     except ValueError as e:
@@ -187,6 +201,8 @@ def _advise(p, a) -> int:
     from .advisor import advise
 
     _check_name(p, "--model", a.model, [*sim.BUILTINS, *LARGE])
+    if a.top < 1:
+        p.error(f"--top {a.top} must be >= 1 (rows to print)")
     cluster, _ = _cluster(p, a)
     try:
         table = advise(a.model, cluster, target=a.target, budget=a.budget, batch=a.batch)

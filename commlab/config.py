@@ -9,7 +9,8 @@ kind) on the first bad field, in field order::
     Config(lr=float("nan"))   ->  ValueError: Trainer option lr=nan is out of range; valid: a finite number > 0
 
 ``bool`` is not accepted where an integer or a number is meant (``workers=True`` is a
-slip, not one worker). The strings of the dimensions (``sync``, ``arch``, ``compress``,
+slip, not one worker): like a string or None there, it is a TypeError; a number out of range
+(or a float where an integer is meant) is a ValueError. The strings of the dimensions (``sync``, ``arch``, ``compress``,
 ``reply_compress``, ``schedule``, ``parallel``) are left to their registries, which know their names and
 arguments; ``model`` and ``data`` names are checked by the builders that load them. What
 this module checks is the rest: numbers, ranges, choices and types.
@@ -79,28 +80,39 @@ def _is_real(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _a_number(name, v, valid: str) -> None:
+    """TypeError unless ``v`` is a number at all (a bool, a string or None is not)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise _bad(name, v, valid, TypeError)
+
+
 def positive_int(name, v):
+    _a_number(name, v, "an integer >= 1")
     if not (_is_int(v) and v >= 1):
         raise _bad(name, v, "an integer >= 1")
 
 
 def any_int(name, v):
+    _a_number(name, v, "an integer")
     if not _is_int(v):
         raise _bad(name, v, "an integer")
 
 
 def positive(name, v):
+    _a_number(name, v, "a finite number > 0")
     if not (_is_real(v) and v > 0):
         raise _bad(name, v, "a finite number > 0")
 
 
 def non_negative(name, v):
+    _a_number(name, v, "a finite number >= 0")
     if not (_is_real(v) and v >= 0):
         raise _bad(name, v, "a finite number >= 0")
 
 
 def unit_interval(name, v):
     """[0, 1): momentum 1 never forgets a gradient (the step grows without bound)."""
+    _a_number(name, v, "a finite number in [0, 1)")
     if not (_is_real(v) and 0 <= v < 1):
         raise _bad(name, v, "a finite number in [0, 1)")
 

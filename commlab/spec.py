@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 from dataclasses import dataclass, field
 
 
@@ -46,14 +47,27 @@ def parse(text: str) -> list[Spec]:
             try:
                 if any(k.arg is None for k in node.keywords):  # f(**{...}) has no keyword name
                     raise ValueError
-                args = tuple(ast.literal_eval(a) for a in node.args)
-                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+                args = tuple(_literal(a) for a in node.args)
+                kwargs = {k.arg: _literal(k.value) for k in node.keywords}
             except (ValueError, TypeError):  # TypeError: e.g. an unhashable set element {[1]}
                 raise ValueError(f"arguments of {part.strip()!r} must be numbers, strings or lists") from None
             specs.append(Spec(_norm(node.func.id), args, kwargs))
         else:
             raise ValueError(f"cannot read spec {part.strip()!r}; expected 'name' or 'name(arg, key=value)'")
     return specs
+
+
+_SPECIAL = {"nan": math.nan, "inf": math.inf}  # read as numbers, so that the builder's range check names them
+
+
+def _literal(node):
+    """A literal argument; ``nan``, ``inf`` and ``-inf`` are read as the floats they name."""
+    if isinstance(node, ast.Name) and node.id.lower() in _SPECIAL:
+        return _SPECIAL[node.id.lower()]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Name) \
+            and node.operand.id.lower() in _SPECIAL:
+        return -_SPECIAL[node.operand.id.lower()]
+    return ast.literal_eval(node)
 
 
 def parse_one(text: str) -> Spec:

@@ -106,6 +106,11 @@ class Trainer:
         self.schedule = None if schedule is None else _plan(schedule, probe, self.dataset, c, arch, self.network)
         self.layout = None if c.parallel is None else parallel_pkg.layout_for(c, probe)
         replicas = workers if self.layout is None else self.layout.dp  # data shards: one per replica
+        share = len(self.dataset.y_train) // replicas
+        if c.batch_size > share:  # a batch never holds more than one pass over its worker's shard
+            raise ValueError(f"Trainer option batch_size={c.batch_size} is larger than a worker's share of the "
+                             f"{len(self.dataset.y_train):,} training samples ({share:,} each for {replicas} "
+                             f"replicas); valid: 1..{share}")
         self.shards = (data_pkg.split_iid(len(self.dataset.y_train), replicas, seed) if c.split == "iid" else
                        data_pkg.split_dirichlet(self.dataset.y_train, replicas, c.dirichlet_alpha, seed))
 

@@ -54,7 +54,14 @@ def test_help_names_every_dimension():
     (["train", "--compress", "topk(2)"], "topk"),
     (["train", "--net", "5GbE"], "unknown link '5GbE'"),
     (["train", "--steps", "0"], "--steps 0 must be >= 1"),
-    (["train", "--out", "run.txt"], "written as .csv or .parquet"),
+    (["train", "--out", "run.txt"], "--out 'run.txt' must end in .csv or .parquet"),
+    (["train", "--out", "/nonexistent_dir/x.csv"], "the folder '/nonexistent_dir' does not exist"),
+    (["train", "--plot", "/nonexistent_dir/p.png"], "--plot '/nonexistent_dir/p.png': the folder"),
+    (["train", "--plot", "p.txt"], "--plot 'p.txt' must end in .png"),
+    (["train", "--out", "r.csv", "--plot", "r.csv"], "must end in .png"),
+    (["simulate", "--gpus", "3", "--gpus-per-node", "4"], "for one node of 3 GPUs give --gpus-per-node 3"),
+    (["advise", "--top", "0"], "--top 0 must be >= 1"),
+    (["advise", "--top", "-3"], "--top -3 must be >= 1"),
     (["train", "--runtime", "mpi"], "invalid choice: 'mpi'"),
     (["train", "--wokers", "4"], "unrecognized arguments: --wokers"),
     (["simulate", "--model", "resnet5"], "valid: resnet50, bert-base, bert-large"),
@@ -102,3 +109,31 @@ def test_divergence_is_reported_and_nothing_written(tmp_path, monkeypatch, capsy
     err = capsys.readouterr().err
     assert "bsp diverged at step" in err and "on worker" in err and "lower lr (now --lr 1e+30)" in err
     assert os.listdir(tmp_path) == []
+
+
+def test_an_unwritable_output_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    """--out names a folder (a path no file can take, even for root): refused at once, nothing run."""
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.csv").mkdir()
+    start = time.monotonic()
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--steps", "500", "--out", "x.csv", "--no-progress"])
+    assert e.value.code == 2 and "--out 'x.csv' cannot be written" in capsys.readouterr().err
+    assert time.monotonic() - start < 5 and sorted(os.listdir(tmp_path)) == ["x.csv"]
+
+
+def test_outputs_are_written_all_or_none(tmp_path, monkeypatch, capsys):
+    """The plot fails after the History was written aside: neither file is left behind."""
+    import commlab.cli as cli
+
+    monkeypatch.chdir(tmp_path)
+
+    def broken(frame, path, title):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(cli, "_plot", broken)
+    assert main(["train", "--steps", "2", "--workers", "2", "--no-progress", "--out", "r.csv"]) == 1
+    assert "nothing written" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == []

@@ -49,8 +49,11 @@ def test_a_dataset_object_passes():
     assert Config(data=ds).data is ds
 
 
-def bad(option, value, valid, kind=ValueError):
-    """pytest.raises for the message naming the option, the value (its repr) and what is valid."""
+def bad(option, value, valid, kind=None):
+    """pytest.raises for the message naming the option, the value (its repr) and what is valid:
+    a TypeError for what is not a number at all (a bool, a string, None), else a ValueError."""
+    if kind is None:
+        kind = TypeError if isinstance(value, (bool, str, type(None))) else ValueError
     what = "is out of range" if kind is ValueError else "has the wrong type"
     return pytest.raises(kind, match=rf"^Trainer option {option}={re.escape(repr(value))} {what}; valid: {valid}")
 

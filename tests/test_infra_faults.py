@@ -37,13 +37,13 @@ def test_goodput_falls_with_scale():
 
 
 def test_refusals():
-    with pytest.raises(ValueError, match="interval=0 must be a number of seconds > 0"):
+    with pytest.raises(ValueError, match="interval=0 must be a finite number of seconds > 0"):
         faults.goodput(0, 60, 3600)
-    with pytest.raises(ValueError, match="interval=-5 must be a number of seconds > 0"):
+    with pytest.raises(ValueError, match="interval=-5 must be a finite number of seconds > 0"):
         faults.simulate(-5, 60, 3600)
-    with pytest.raises(ValueError, match="checkpoint=0 must be a number of seconds > 0"):
+    with pytest.raises(ValueError, match="checkpoint=0 must be a finite number of seconds > 0"):
         faults.young_daly(0, 3600)
     with pytest.raises(ValueError, match="gpus=0 must be an integer >= 1"):
         faults.job_mtbf(0)
-    with pytest.raises(ValueError, match="restart=-1 must be a number of seconds >= 0"):
+    with pytest.raises(ValueError, match="restart=-1 must be a finite number of seconds >= 0"):
         faults.goodput(10, 1, 100, restart=-1)

@@ -22,19 +22,22 @@ import math
 
 import numpy as np
 
+from .. import checks
+
 HOUR = 3600.0
 LLAMA3_GPU_MTBF = 54 * 24 * HOUR / 419 * 16384  # seconds per GPU
 
 
+MAX_ATTEMPTS = 10 ** 7  # segment attempts simulate() may draw, over all runs (about 10 s)
+
+
 def _positive(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or math.isinf(v):
-        raise ValueError(f"{name}={v!r} must be a number of seconds > 0")
+    checks.positive(name, v, unit="seconds")
 
 
 def job_mtbf(gpus: int, gpu_mtbf: float = LLAMA3_GPU_MTBF) -> float:
     """Seconds between failures of a job on ``gpus`` GPUs that each fail every ``gpu_mtbf`` s."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise ValueError(f"gpus={gpus!r} must be an integer >= 1")
+    checks.count("gpus", gpus)
     _positive("gpu_mtbf", gpu_mtbf)
     return gpu_mtbf / gpus
 
@@ -51,8 +54,7 @@ def goodput(interval: float, checkpoint: float, mtbf: float, restart: float = 0.
     _positive("interval", interval)
     _positive("checkpoint", checkpoint)
     _positive("mtbf", mtbf)
-    if restart < 0:
-        raise ValueError(f"restart={restart!r} must be a number of seconds >= 0")
+    checks.number("restart", restart, 0, unit="seconds")
     lost = ((interval + checkpoint) / 2 + restart) / mtbf
     return max(0.0, interval / (interval + checkpoint) * (1 - lost))
 
@@ -63,7 +65,16 @@ def simulate(interval: float, checkpoint: float, mtbf: float, restart: float = 0
     segments of ``interval`` work then a ``checkpoint``; a failure (exponential, mean ``mtbf``)
     anywhere in a segment or its checkpoint loses that segment and costs ``restart``."""
     goodput(interval, checkpoint, mtbf, restart)  # the same checks
-    work = 50 * mtbf if work is None else work
+    work = 50 * mtbf if work is None else checks.positive("work", work, unit="seconds", where="simulate")
+    checks.count("runs", runs, where="simulate")
+    checks.count("seed", seed, 0, where="simulate")
+    # each segment is tried until it survives: exp((interval + C) / M) tries on average
+    attempts = runs * math.ceil(work / interval) * math.exp(min((interval + checkpoint) / mtbf, 700.0))
+    if attempts > MAX_ATTEMPTS:
+        raise ValueError(f"simulate: {runs} runs of {work:g} s of work in segments of {interval:g} s (checkpoint "
+                         f"{checkpoint:g} s, MTBF {mtbf:g} s) would draw about {attempts:.1e} segments, above "
+                         f"{MAX_ATTEMPTS:.0e}; use a longer interval (Young/Daly's is {young_daly(checkpoint, mtbf):.3g} s), "
+                         "less work or fewer runs")
     rng = np.random.default_rng(seed)
     total_wall = 0.0
     for _ in range(runs):

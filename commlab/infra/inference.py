@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import checks
 from ..arch import halving_doubling, ring
 from ..parallel.configs import get_model as _model
 from ..sim.links import link as get_link
@@ -57,14 +58,25 @@ def _accelerator(device) -> Accelerator:
     return ACCELERATORS[device]
 
 
-def _degree(name, v):
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"{name}={v!r} must be an integer >= 1")
+def _tp(m, tp, where: str) -> int:
+    """``tp``, if it splits the model's heads (and hidden size) evenly, as tensor parallelism must."""
+    checks.count("tp", tp, where=where)
+    valid = [k for k in range(1, m.heads + 1) if m.heads % k == 0 and m.hidden % k == 0]
+    if tp not in valid:
+        raise ValueError(f"{where}: tp={tp} must divide the {m.heads} heads and the hidden size {m.hidden} of "
+                         f"{m.name}; valid tp: {', '.join(map(str, valid))}")
+    return tp
+
+
+def _step(batch, context, where: str) -> None:
+    checks.count("batch", batch, where=where)
+    checks.count("context", context, 0, where=where)
 
 
 def kv_bytes(model, tokens: int) -> float:
     """Bytes of the KV cache of ``tokens`` tokens: 2 x layers x kv_heads x head_dim x tokens x 2."""
     m = _model(model)
+    checks.count("tokens", tokens, 0, where="kv_bytes")
     head_dim = m.hidden // m.heads
     return 2 * m.layers * (m.kv_heads or m.heads) * head_dim * tokens * BYTES
 
@@ -72,6 +84,8 @@ def kv_bytes(model, tokens: int) -> float:
 def decode_compute(model, tp: int = 1, batch: int = 1, context: int = 1024, device="a100") -> float:
     """Seconds of one decoding step's compute on each of ``tp`` GPUs (see the module doc)."""
     m, acc = _model(model), _accelerator(device)
+    _tp(m, tp, "decode_compute")
+    _step(batch, context, "decode_compute")
     params = m.params()
     return max(2 * params * batch / (tp * acc.flops),
                (BYTES * params + kv_bytes(m, batch * context)) / (tp * acc.memory_bw))
@@ -94,10 +108,11 @@ class DecodeStep:
 def tp_decode(model, tp: int, link="NVLink3-A100", batch: int = 1, context: int = 1024, device="a100",
               allreduce: str = "ring") -> DecodeStep:
     """One token of tensor-parallel decoding on ``tp`` GPUs: compute, and 2 all-reduces per layer."""
-    _degree("tp", tp)
+    m = _model(model)
+    _tp(m, tp, "tp_decode")
+    _step(batch, context, "tp_decode")
     if allreduce not in ALLREDUCE:
         raise ValueError(f"allreduce={allreduce!r}; valid: {', '.join(ALLREDUCE)}")
-    m = _model(model)
     comm = 0.0 if tp == 1 else 2 * m.layers * ALLREDUCE[allreduce](BYTES * batch * m.hidden, tp, get_link(link))
     return DecodeStep(decode_compute(m, tp, batch, context, device), comm)
 
@@ -106,8 +121,9 @@ def pipeline_decode(model, stages: int, link="100GbIB-survey", batch: int = 1, c
                     device="a100") -> dict:
     """Pipeline inference over ``stages`` GPUs: a token's latency, and the throughput (tokens/s)
     with ``stages`` batches in flight."""
-    _degree("stages", stages)
     m = _model(model)
+    checks.count("stages", stages, 1, m.layers, where="pipeline_decode")  # a stage holds one layer or more
+    _step(batch, context, "pipeline_decode")
     hop = get_link(link).time(BYTES * batch * m.hidden)
     latency = decode_compute(m, 1, batch, context, device) + (stages - 1) * hop
     per_stage = max(decode_compute(m, stages, batch, context, device), hop)
@@ -118,6 +134,9 @@ def prefill_time(model, tokens: int, tp: int = 1, device="a100", efficiency: flo
     """Seconds of a prompt's prefill (compute-bound): 2 P tokens + 2 L s^2 h FLOPs (attention's
     scores and values, causal) at ``efficiency`` of the peak on ``tp`` GPUs."""
     m, acc = _model(model), _accelerator(device)
+    checks.count("tokens", tokens, where="prefill_time")
+    _tp(m, tp, "prefill_time")
+    checks.fraction("efficiency", efficiency, where="prefill_time")  # of the peak: at most 1
     flops = 2 * m.params() * tokens + 2 * m.layers * tokens * tokens * m.hidden
     return flops / (tp * acc.flops * efficiency)
 
@@ -125,6 +144,6 @@ def prefill_time(model, tokens: int, tp: int = 1, device="a100", efficiency: flo
 def kv_transfer(model, tokens: int, link="200GbHDR-IB", tp: int = 1) -> float:
     """Seconds to move a prompt's KV cache from the prefill GPUs to the decode GPUs: each of the
     ``tp`` prefill GPUs sends its 1/tp of the heads over its own link (in parallel)."""
-    _degree("tp", tp)
+    _tp(_model(model), tp, "kv_transfer")
     return get_link(link).time(kv_bytes(model, tokens) / tp)
 

@@ -35,6 +35,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from .. import checks
 from ..arch import ring
 from ..sim.cluster import Cluster
 from ..sim.devices import get_device
@@ -121,9 +122,15 @@ def plan(model, gpus: int, tp: int = 1, pp: int = 1, dp: int | None = None, zero
     micro-batches per replica ``micro_batches``; ``seq`` overrides the model's sequence length."""
     cfg = get_model(model)
     if seq is not None:
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-            raise ValueError(f"plan: seq={seq!r} must be an integer >= 1")
-        cfg = dataclasses.replace(cfg, seq=seq)
+        cfg = dataclasses.replace(cfg, seq=checks.count("seq", seq, where="plan"))
+    for name, v in (("gpus", gpus), ("tp", tp), ("pp", pp)):
+        checks.count(name, v, where="plan")
+    checks.fraction("efficiency", efficiency, where="plan")
+    checks.positive("memory_gb", memory_gb, where="plan")
+    if cluster is not None and not isinstance(cluster, Cluster):
+        raise TypeError(f"plan: cluster={cluster!r} must be a sim.Cluster (e.g. dgx_a100(nodes=2), or "
+                        f"sim.Cluster(nodes=2, gpus_per_node=8, intra='NVLink3-A100', inter='200GbHDR-IB')), "
+                        "or None for DGX A100 nodes")
     dp = gpus // (tp * pp) if dp is None else dp
     batch = gpus if batch is None else batch
     if micro_batches is not None:
@@ -175,7 +182,12 @@ def candidates(model, gpus: int, batch: int | None = None, zeros=(0, 1), gpus_pe
     import pandas as pd
 
     cfg = get_model(model)
-    batch = gpus if batch is None else batch
+    checks.count("gpus", gpus, where="candidates")
+    checks.count("gpus_per_node", gpus_per_node, where="candidates")
+    batch = gpus if batch is None else checks.count("batch", batch, where="candidates")
+    zeros = tuple(zeros) if isinstance(zeros, (list, tuple)) else zeros
+    if not isinstance(zeros, tuple) or not zeros or any(z not in (0, 1, 2, 3) or isinstance(z, bool) for z in zeros):
+        raise ValueError(f"candidates: zeros={zeros!r} must be a non-empty list of ZeRO stages; valid stages: 0, 1, 2, 3")
     rows = []
     for tp in (k for k in range(1, gpus_per_node + 1) if gpus % k == 0):
         for pp in (k for k in range(1, cfg.layers + 1) if (gpus // tp) % k == 0):
@@ -184,6 +196,9 @@ def candidates(model, gpus: int, batch: int | None = None, zeros=(0, 1), gpus_pe
                 continue
             for zero in zeros:
                 rows.append(plan(cfg, gpus, tp, pp, dp, zero, batch, **kw).row())
+    if not rows:
+        raise ValueError(f"candidates: no layout of {cfg.name} on gpus={gpus} with batch={batch} (dp must divide the "
+                         f"batch, tp the {cfg.heads} heads and the hidden size); try a batch that is a multiple of gpus")
     df = pd.DataFrame(rows)
     return df.sort_values(["fits", "step_s"], ascending=[False, True], ignore_index=True)
 

@@ -42,6 +42,7 @@ from ..arch import ring
 from ..arch.chunks import bounds
 from ..arch.exchange import Exchange
 from ..net.link import get_link
+from .. import checks
 from .group import Group
 
 STAGES = (1, 2, 3)
@@ -59,8 +60,10 @@ def zero_memory(psi: float, n: int, stage: int, optimizer: str = "adam", precisi
     """Bytes per rank of parameters, gradients and optimizer state (and their total) for a model
     of ``psi`` parameters over ``n`` ranks; stage 0 is plain data parallelism. ``optimizer``: "sgd",
     "sgd+momentum" or "adam"; ``precision``: "fp32" or "mixed" (Adam only, the paper's K = 12)."""
-    if stage not in (0,) + STAGES:
+    if stage not in (0,) + STAGES or isinstance(stage, bool):
         raise ValueError(f"ZeRO stage {stage!r} is not known; valid stages: 0 (plain data parallelism), 1, 2, 3")
+    checks.positive("psi", psi, unit="parameters", where="zero_memory")
+    checks.count("n", n, where="zero_memory")
     if (optimizer, precision) not in OPTIMIZER_BYTES:
         raise ValueError(f"optimizer={optimizer!r} with precision={precision!r}; valid: "
                          + ", ".join(f"{o}/{p}" for o, p in OPTIMIZER_BYTES))
@@ -74,6 +77,9 @@ def zero_memory(psi: float, n: int, stage: int, optimizer: str = "adam", precisi
 def zero_bytes(psi: float, n: int, stage: int, bytes_per_value: int = 4) -> float:
     """Bytes one rank sends per step: 2 Psi (n-1)/n values (stages 1, 2), 3 Psi (n-1)/n (stage 3)."""
     check_stage(stage)
+    checks.positive("psi", psi, unit="parameters", where="zero_bytes")
+    checks.count("n", n, where="zero_bytes")
+    checks.positive("bytes_per_value", bytes_per_value, where="zero_bytes")
     return (3 if stage == 3 else 2) * psi * (n - 1) / n * bytes_per_value
 
 

@@ -92,6 +92,11 @@ def profile(model, batch: int | None = None, device="rtx2080ti", seq_len: int = 
     count without memory). device: see :func:`get_device`."""
     dev = get_device(device)
     if isinstance(model, str):
+        from ..models import MODELS
+
+        if model not in MODELS:  # the name first: a calibrated batch is only asked of a known model
+            raise ValueError(f"profile: unknown model {model!r}; valid names: {', '.join(MODELS)} (or an nn.Module "
+                             "with example_input=)")
         if batch is None:
             batch = dev.calibration.get(model, (None,))[0]
             if batch is None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from .. import checks
 from .links import link as get_link
 
 
@@ -99,8 +100,7 @@ def fat_tree(k: int, link="100GbIB", oversubscription: float = 1.0) -> Fabric:
     """The k-ary fat-tree (k even): k^3/4 hosts; edge uplinks at capacity / oversubscription."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
         raise ValueError(f"fat_tree: k={k!r} must be an even integer >= 2 (k-port switches; k^3/4 hosts)")
-    if not (isinstance(oversubscription, (int, float)) and oversubscription >= 1):
-        raise ValueError(f"fat_tree: oversubscription={oversubscription!r} must be a number >= 1 (1: non-blocking)")
+    oversubscription = checks.number("oversubscription", oversubscription, 1, where="fat_tree")  # 1: non-blocking
     alpha, cap = _rate(link)
     h = k // 2
     hosts = [("host", p, e, i) for p in range(k) for e in range(h) for i in range(h)]

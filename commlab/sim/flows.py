@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+from .. import checks
+
 
 def max_min_rates(paths, capacity: dict) -> list[float]:
     """Max-min fair rates (bytes/s) of flows with these ``paths`` (lists of directed links)."""
@@ -46,9 +48,23 @@ def max_min_rates(paths, capacity: dict) -> list[float]:
     return rates
 
 
+def _check_fabric(fabric, where: str) -> None:
+    from .fabric import Fabric
+
+    if not isinstance(fabric, Fabric):
+        raise TypeError(f"{where}: fabric={fabric!r} must be a Fabric (sim.fat_tree, sim.bcube, sim.torus_2d, "
+                        f"sim.gpu_cluster, ...), not a {type(fabric).__name__}")
+
+
 def simulate(fabric, flows) -> list[float]:
     """Finish time (seconds) of each flow ``(src, dst, nbytes, start)`` on ``fabric``: its bytes move
     at its max-min fair rate, solved again at every start and end; alpha is added at the end."""
+    _check_fabric(fabric, "simulate")
+    for f, (src, dst, nbytes, start) in enumerate(flows):
+        checks.number(f"flow {f}'s bytes", nbytes, 0, where="simulate")
+        checks.number(f"flow {f}'s start", start, 0, where="simulate")
+        if src == dst:
+            raise ValueError(f"simulate: flow {f} goes from host {src} to itself; a flow joins two hosts")
     paths = [fabric.path(src, dst) for src, dst, _, _ in flows]
     pending = sorted(range(len(flows)), key=lambda f: flows[f][3])[::-1]  # pop() gives the earliest
     left = {}
@@ -83,7 +99,14 @@ def ring_allreduce(fabric, nbytes: float, ranks=None) -> float:
     """Seconds of a ring all-reduce of ``nbytes`` over ``ranks`` (all hosts by default): 2 (p-1)
     steps of p simultaneous flows of n/p bytes, rank i to rank i+1. On a fabric where no two of a
     step's flows share a link this is the closed form 2 (p-1) (alpha + n/(p C))."""
-    ranks = list(range(len(fabric.hosts))) if ranks is None else list(ranks)
+    _check_fabric(fabric, "ring_allreduce")
+    checks.number("nbytes", nbytes, 0, where="ring_allreduce")
+    hosts = len(fabric.hosts)
+    ranks = list(range(hosts)) if ranks is None else list(ranks)
+    for r in ranks:
+        checks.count("a rank in ranks", r, 0, hosts - 1, where="ring_allreduce")
+    if not ranks or len(set(ranks)) != len(ranks):
+        raise ValueError(f"ring_allreduce: ranks={ranks!r} must name one or more distinct hosts of 0..{hosts - 1}")
     p = len(ranks)
     if p < 2:
         return 0.0
