@@ -48,19 +48,20 @@ def test_native_default_op_is_sum_and_clock_matches():
         assert t_arch == pytest.approx(t_comm) and t_arch > 0
 
 
+def _native_beside_comm(comm):  # at module level: a fork server can only start what it can import
+    x, y = _value(comm.rank), _value(comm.rank)
+    arch.get("native").allreduce(comm, x, op="avg")
+    comm.all_reduce(y, op="avg")
+    return x, y
+
+
 def test_native_all_reduce_on_gloo():
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_gloo_available()):
         pytest.skip("Gloo is not available")
 
-    def body(comm):
-        x, y = _value(comm.rank), _value(comm.rank)
-        arch.get("native").allreduce(comm, x, op="avg")
-        comm.all_reduce(y, op="avg")
-        return x, y
-
-    for x, y in launch(body, 2, runtime="gloo"):
+    for x, y in launch(_native_beside_comm, 2, runtime="gloo"):
         assert torch.equal(x, y)
         torch.testing.assert_close(x, (_value(0) + _value(1)) / 2)
 

@@ -91,18 +91,24 @@ def test_large_tensor_round_trip():
     assert sent == received == 16 * 1024 * 1024
 
 
+# Rank functions live at module level: where forking is unsafe (a GPU machine) ranks start from a
+# fork server, which can only import what it runs.
+def _describe(comm):
+    return type(comm).__name__, comm.backend, str(comm.device), comm.rank, comm.world_size
+
+
+def _send_tag_too_large(comm):
+    comm.send(torch.ones(1), 1 - comm.rank, tag=1 << 15)
+
+
 def test_gloo_comm_reports_its_backend_and_device():
-    info = launch(lambda comm: (type(comm).__name__, comm.backend, str(comm.device), comm.rank, comm.world_size),
-                  2, runtime="gloo")
+    info = launch(_describe, 2, runtime="gloo")
     assert info == [("DistComm", "gloo", "cpu", r, 2) for r in range(2)]
 
 
 def test_gloo_tags_must_fit_the_tag_space():
-    def fn(comm):
-        comm.send(torch.ones(1), 1 - comm.rank, tag=1 << 15)
-
     with pytest.raises(RankError, match=r"tag must be an integer in 0\.\.32767 on gloo, got 32768"):
-        launch(fn, 2, runtime="gloo", timeout=10)
+        launch(_send_tag_too_large, 2, runtime="gloo", timeout=10)
 
 
 def test_payload_tags_differ_by_size_and_dtype():
@@ -184,37 +190,39 @@ def test_asp_exchange_on_gloo():  # the same exchange with headers and payloads 
     _check_asp(launch(asp_exchange, 4, runtime="gloo", timeout=30), 4)
 
 
-def test_headers_on_their_own_group_count_only_payload_bytes():
-    def fn(comm):
-        c = split(comm)
-        if c.rank == 0:
-            c.send(torch.zeros(10), 1)
-            c.send(torch.zeros(0), 1)
-            return c.stats.snapshot()
-        c.recv(0)
-        c.recv(0)
+def _payload_bytes_only(comm):
+    c = split(comm)
+    if c.rank == 0:
+        c.send(torch.zeros(10), 1)
+        c.send(torch.zeros(0), 1)
         return c.stats.snapshot()
+    c.recv(0)
+    c.recv(0)
+    return c.stats.snapshot()
 
-    sent, received = launch(fn, 2, runtime="gloo", timeout=30)
+
+def test_headers_on_their_own_group_count_only_payload_bytes():
+    sent, received = launch(_payload_bytes_only, 2, runtime="gloo", timeout=30)
     assert (sent.bytes_sent, sent.msgs_sent, received.bytes_recv, received.msgs_recv) == (40, 2, 40, 2)
 
 
-def test_headers_on_their_own_group_refuse_recv_any_with_a_receive_open():
-    def fn(comm):
-        c = split(comm)
-        if c.rank == 1:
-            c.send(torch.ones(3), 0)
-            c.send(torch.ones(5), 0)
-            return None
-        open_ = c.irecv(1)
-        try:
-            c.recv_any()
-        except RuntimeError as e:
-            msg = str(e)
-        got = open_.wait(), c.recv_any()
-        return msg, got[0].numel(), got[1][0], got[1][1].numel()
+def _recv_any_with_a_receive_open(comm):
+    c = split(comm)
+    if c.rank == 1:
+        c.send(torch.ones(3), 0)
+        c.send(torch.ones(5), 0)
+        return None
+    open_ = c.irecv(1)
+    try:
+        c.recv_any()
+    except RuntimeError as e:
+        msg = str(e)
+    got = open_.wait(), c.recv_any()
+    return msg, got[0].numel(), got[1][0], got[1][1].numel()
 
-    msg, first, src, second = launch(fn, 2, runtime="gloo", timeout=30)[0]
+
+def test_headers_on_their_own_group_refuse_recv_any_with_a_receive_open():
+    msg, first, src, second = launch(_recv_any_with_a_receive_open, 2, runtime="gloo", timeout=30)[0]
     assert msg == ("rank 0 called recv_any with receives from rank(s) [1] still open; on gloo messages between two "
                    "ranks are matched in order: wait for them first")
     assert (first, src, second) == (3, 1, 5)  # nothing was lost or taken out of order

@@ -45,10 +45,11 @@ def test_extra_ranks_send_their_vector_once():
     assert stats[0].msgs_sent == 2 * 2 + 1  # its own exchanges and the result back
 
 
-def test_the_same_simulated_time_on_gloo():
-    def body(comm):
-        halving_doubling.allreduce(comm, data(comm.rank))
-        return comm.now
+def _clock_after_allreduce(comm):  # at module level: a fork server can only start what it can import
+    halving_doubling.allreduce(comm, data(comm.rank))
+    return comm.now
 
+
+def test_the_same_simulated_time_on_gloo():
     net = Network(L)
-    assert launch(body, 3, runtime="gloo", net=net) == launch(body, 3, net=net)
+    assert launch(_clock_after_allreduce, 3, runtime="gloo", net=net) == launch(_clock_after_allreduce, 3, net=net)

@@ -24,16 +24,21 @@ def test_results_by_rank_and_args(runtime, world):
     assert results == [(r, world, "x", {"k": [1, 2]}) for r in range(world)]
 
 
+def _collectives_of_one(comm):
+    t = torch.arange(4.0)
+    comm.all_reduce(t, op="avg")
+    comm.broadcast(t, src=0)
+    comm.barrier()
+    return t, comm.all_gather(t)
+
+
+def _int16_rank(comm):
+    return torch.full((2, 2), comm.rank, dtype=torch.int16)
+
+
 @pytest.mark.parametrize("runtime", RUNTIMES_CPU)
 def test_world_size_one_collectives_are_identity(runtime):
-    def fn(comm):
-        t = torch.arange(4.0)
-        comm.all_reduce(t, op="avg")
-        comm.broadcast(t, src=0)
-        comm.barrier()
-        return t, comm.all_gather(t)
-
-    t, gathered = launch(fn, 1, runtime=runtime)[0]
+    t, gathered = launch(_collectives_of_one, 1, runtime=runtime)[0]
     assert torch.equal(t, torch.arange(4.0))
     assert len(gathered) == 1 and torch.equal(gathered[0], t)
 
@@ -43,7 +48,7 @@ def test_default_world_size_is_one():
 
 
 def test_tensors_come_back_from_processes():
-    results = launch(lambda comm: torch.full((2, 2), comm.rank, dtype=torch.int16), 2, runtime="gloo")
+    results = launch(_int16_rank, 2, runtime="gloo")
     assert [t.dtype for t in results] == [torch.int16] * 2
     assert [t.sum().item() for t in results] == [0, 4]
 

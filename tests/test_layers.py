@@ -2,6 +2,7 @@
 imports only point down, no circle of imports inside a package, exercises never import
 figure code. Each contract is also shown to fail on a copy of the package with one bad
 import added, so a future import that points up cannot pass CI."""
+import os
 import pathlib
 import shutil
 import subprocess
@@ -14,7 +15,10 @@ LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imp
 
 
 def lint(cwd: pathlib.Path) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"}
+    # cwd first, so that the copy under test is the commlab that is linted; then whatever the caller's
+    # path adds (a machine where import-linter itself comes through PYTHONPATH)
+    path = os.pathsep.join([str(cwd)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env = {"PYTHONPATH": path, "PATH": "/usr/bin:/bin"}
     return subprocess.run(LINT + ["--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 

@@ -45,13 +45,14 @@ def test_gradient_charges_compute_with_the_straggler_factor():
     assert loss > 0 and abs(now - 3 * 8 * 1000.0 / 1e6) < 1e-12
 
 
-def test_gloo_stragglers_really_sleep():
-    def body(comm):
-        w = _worker(comm)
-        start = time.perf_counter()
-        for _ in range(5):
-            w.gradient()
-        return time.perf_counter() - start
+def _five_gradients_seconds(comm):  # at module level: a fork server can only start what it can import
+    w = _worker(comm)
+    start = time.perf_counter()
+    for _ in range(5):
+        w.gradient()
+    return time.perf_counter() - start
 
-    slow, fast = launch(body, 2, runtime="gloo", net=Network("10GbE", slowdown={0: 20.0}))
+
+def test_gloo_stragglers_really_sleep():
+    slow, fast = launch(_five_gradients_seconds, 2, runtime="gloo", net=Network("10GbE", slowdown={0: 20.0}))
     assert slow > 3 * fast
