@@ -20,6 +20,7 @@ def test_fused_pack_writes_the_cpu_bytes_and_reads_them_back(k, n):
     cpu = bitpack.pack_bits(v, k)
     assert torch.equal(bitpack.pack_fused(v, k), cpu)
     assert torch.equal(bitpack.pack_fused(v.to(torch.uint8), k), cpu)
+    assert torch.equal(bitpack.pack_fused(torch.cat([v[:1], v]).to(torch.uint8)[1:], k), cpu)  # unaligned start
     assert torch.equal(bitpack.unpack_fused(cpu, k, n), v.to(torch.int32))
 
 
@@ -71,7 +72,7 @@ def test_every_compressor_sends_the_same_bytes_on_the_gpu_kernels(spec, gpu_kern
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize("spec", FIXED_WIDTH)
+@pytest.mark.parametrize("spec", FIXED_WIDTH + ["threshold(tau=0.5, signs=True)", "qsgd(levels=4)", "laq(levels=7)"])
 def test_on_cuda_tensors_compressors_stay_on_the_gpu_and_send_the_cpu_bytes(spec):
     x = torch.randn(4, 1000, generator=torch.Generator().manual_seed(3))
     p = get(spec).compress(x.cuda(), key="w")
@@ -80,3 +81,24 @@ def test_on_cuda_tensors_compressors_stay_on_the_gpu_and_send_the_cpu_bytes(spec
     assert y.device.type == "cuda" and y.shape == x.shape
     q = get(spec).compress(x, key="w")
     assert p.nbytes == q.nbytes
+
+
+def test_payload_parts_are_made_on_the_input_device():
+    """NCCL sends GPU tensors only: a part built with torch.tensor([...]) and no device lands on the CPU
+    (randk's seed and threshold's tau once did). Found here without a GPU: every torch.tensor call inside
+    a function of commlab/compress names its device."""
+    import ast
+    import pathlib
+
+    import commlab.compress
+
+    missing = []
+    for path in sorted(pathlib.Path(commlab.compress.__file__).parent.glob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            for call in ast.walk(fn):
+                if (isinstance(call, ast.Call) and ast.unparse(call.func) == "torch.tensor"
+                        and "device" not in {k.arg for k in call.keywords}):
+                    missing.append(f"{path.name}:{call.lineno} {ast.unparse(call)}")
+    assert not missing, missing

@@ -74,7 +74,8 @@ class RandK(Compressor):
     def compress(self, t: torch.Tensor, key=None) -> Payload:
         flat = self.check(t).detach().reshape(-1)
         seed, idx = self._draw(flat)
-        return Payload({"seed": torch.tensor([seed], dtype=torch.int64), "val": flat[idx]}, t.shape, t.dtype)
+        seed_part = torch.tensor([seed], dtype=torch.int64, device=t.device)  # beside the values: NCCL sends GPU tensors
+        return Payload({"seed": seed_part, "val": flat[idx]}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
         if set(p.parts) != {"seed", "val"}:

@@ -67,7 +67,7 @@ class Threshold(Compressor):
         if not self.signs:
             return sparse_payload(idx, val, t.shape, t.dtype)
         words = torch.where(val > 0, idx, -idx - 1).to(signed_index_dtype(flat.numel()))
-        return Payload({"idx": words, "tau": torch.tensor([self.tau], dtype=t.dtype)}, t.shape, t.dtype)
+        return Payload({"idx": words, "tau": torch.tensor([self.tau], dtype=t.dtype, device=t.device)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
         if "tau" not in p.parts:
