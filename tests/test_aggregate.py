@@ -128,3 +128,28 @@ def test_own_protocol_with_ef_is_refused():
     for spec in ("gtopk(0.1)+ef", "powersgd(rank=2)+ef"):
         with pytest.raises(ValueError, match=r"built in .* without '\+ef'"):
             get(spec)
+
+
+class _Counting(Compressor):
+    """Counts its decodes (one counter for every instance in this process)."""
+    name, aggregation, decodes = "counting", "gather", [0]
+
+    def compress(self, t, key=None):
+        return Payload({"v": t.clone()}, t.shape, t.dtype)
+
+    def decompress(self, p):
+        self.decodes[0] += 1
+        return p["v"].reshape(p.shape).clone()
+
+
+def _counted(comm):
+    return aggregate(comm, _Counting(), _x(comm.rank), "w")
+
+
+def test_ranks_that_share_memory_decode_each_payload_once():
+    _Counting.decodes[0] = 0
+    out = launch(_counted, 4)
+    assert _Counting.decodes[0] == 4  # not 4 x 4: the threads runtime shares the gathered payloads
+    want = sum(_x(r) for r in range(4)) / 4
+    assert all(torch.allclose(o, want) for o in out)
+    assert all(o.data_ptr() != out[0].data_ptr() for o in out[1:])  # each rank's result is its own

@@ -212,3 +212,45 @@ def test_recv_first_times_out_naming_the_silent_source():
 
     with pytest.raises(RankError, match=r"none yet from \[2\]"):
         launch(body, 3, timeout=0.5)
+
+
+# ----- gather_shared: one rendezvous in place of the ring's messages ------------------------
+def _gather_both_ways(comm, shared):
+    from commlab.arch.ring import all_gather_pieces
+
+    comm.compute(seconds=1e-4 * (comm.rank + 1))  # unequal clocks before the gather
+    piece = torch.arange(5 + 7 * comm.rank, dtype=torch.float32)  # a different length per rank
+    got = comm.gather_shared(piece, lambda t: t * 2) if shared else [t * 2 for t in all_gather_pieces(comm, piece)]
+    return [t.tolist() for t in got], comm.stats.snapshot(), comm.now, comm.clock.out_free, comm.clock.in_free
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_gather_shared_counts_and_times_the_rings_messages(n):
+    from commlab.net import Network
+
+    net = Network("10GbE", slowdown={1: 3.0})
+    shared = launch(_gather_both_ways, n, args=(True,), net=net)
+    ring = launch(_gather_both_ways, n, args=(False,), net=net)
+    assert shared == ring  # the pieces, every rank's bytes and messages, and its clock bit for bit
+
+
+def _shared_identity(comm):
+    got = comm.gather_shared(torch.full((3,), float(comm.rank)))
+    return [id(t) for t in got], torch.stack(got).tolist()
+
+
+def test_gather_shared_hands_every_rank_the_same_tensors():
+    out = launch(_shared_identity, 3)
+    assert out[0] == out[1] == out[2] and out[0][1] == [[0.0] * 3, [1.0] * 3, [2.0] * 3]
+
+
+def _shared_or_none(comm):
+    return comm.gather_shared(torch.zeros(2)) is None
+
+
+def test_gather_shared_declines_where_the_messages_must_really_be_sent():
+    from commlab.net import Network
+
+    assert launch(_shared_or_none, 1) == [True]  # nothing to gather
+    assert launch(_shared_or_none, 2, net=Network("10GbE", measure_compute=True)) == [True, True]  # real CPU time
+    assert launch(_shared_or_none, 2, runtime="gloo") == [True, True]  # separate processes

@@ -33,6 +33,7 @@ holds NaN or Inf (a quantizer would otherwise scale by an infinite norm and send
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -143,6 +144,15 @@ class Payload:
         if pos != data.numel():
             raise ValueError(f"payload header describes {pos} bytes but {data.numel()} arrived")
         return cls(parts, shape, _DTYPES[dcode])
+
+    @classmethod
+    def shared_from_bytes(cls, data: torch.Tensor) -> "Payload":
+        """:meth:`from_bytes` for a payload that several ranks of one process hold at once (the
+        threads runtime's gather): it remembers its decodings, so N ranks decode it once
+        (:meth:`Compressor.decoded`)."""
+        p = cls.from_bytes(data)
+        p.decodings = ({}, threading.Lock())
+        return p
 
 
 def work(t: torch.Tensor) -> torch.Tensor:
@@ -280,6 +290,19 @@ class Compressor:
         raise TypeError(f"{self.name} aggregates by {self.aggregation!r}, not by summing in compressed form")
 
     # -- "gather" / "majority" aggregation
+    def decoded(self, p: Payload) -> torch.Tensor:
+        """``decompress(p)``, computed once per compressor class for a payload that ranks share
+        (:meth:`Payload.shared_from_bytes`; all ranks of one aggregation use one spec) and
+        then shared: the caller reads it and never writes it."""
+        memo = getattr(p, "decodings", None)
+        if memo is None:
+            return self.decompress(p)
+        values, lock = memo
+        with lock:  # the first rank decodes, the others wait for its result
+            if type(self) not in values:
+                values[type(self)] = self.decompress(p)
+            return values[type(self)]
+
     def combine(self, payloads: list, key=None) -> torch.Tensor:
         """The aggregate of every rank's payload: the mean of the decompressed tensors
         ("gather"), or the elementwise majority vote of their signs ("majority"). ``key`` is
@@ -288,10 +311,10 @@ class Compressor:
             raise ValueError(f"{self.name}: combine needs at least one payload")
         total = None
         for p in payloads:
-            x = self.decompress(p)
+            x = self.decoded(p)
             if self.aggregation == "majority":
                 x = torch.sign(x)
-            total = x.float() if total is None else total.add_(x.float())
+            total = x.to(torch.float32, copy=True) if total is None else total.add_(x.float())
         first = payloads[0]
         if self.aggregation == "majority":
             return torch.sign(total).to(first.dtype)

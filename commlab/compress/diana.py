@@ -77,7 +77,7 @@ class Diana(Compressor):
     def combine(self, payloads: list, key=None) -> torch.Tensor:
         if not payloads:
             raise ValueError(f"{self.name}: combine needs at least one payload")
-        mean = sum(work(self.decompress(p)) for p in payloads) / len(payloads)
+        mean = sum(work(self.decoded(p)) for p in payloads) / len(payloads)
         h = self._get(self.server, key, mean)
         g = h + mean
         h.add_(mean, alpha=self.alpha)

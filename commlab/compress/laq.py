@@ -109,7 +109,7 @@ class LAQ(Compressor):
             total = self.sums[key] = torch.zeros(first.numel, dtype=dtype, device=first["flag"].device)
         for p in payloads:
             if int(p["flag"][0]):
-                total += work(self.decompress(p))
+                total += work(self.decoded(p))
         mean = total / len(payloads)
         self.observe(mean, key)
         return mean.reshape(first.shape).to(first.dtype)

@@ -230,6 +230,12 @@ class Comm:
         self._charge("barrier", 0, 0, 0, 0, 0)
         self._transport_barrier()
 
+    def gather_shared(self, piece: torch.Tensor, read=None) -> list | None:
+        """Every rank's ``piece`` (any length), each passed through ``read`` once, as one list
+        that all ranks share, when the ranks share memory (the threads runtime); else None,
+        and the caller sends the pieces itself (``arch.ring.all_gather_pieces``)."""
+        return None
+
     def _charge(self, name, n, sent, received, msgs_sent, msgs_recv) -> None:
         """Count a collective's traffic and advance every clock to max(clocks) + its closed form."""
         self.stats.bytes_sent += int(round(sent))
