@@ -371,11 +371,26 @@ def _mismatched_dtypes(comm):
     comm.all_reduce(torch.ones(4, dtype=torch.float32 if comm.rank == 0 else torch.float64))
 
 
+def _mismatched_broadcast(comm):
+    comm.broadcast(torch.ones(comm.rank + 2), src=0)
+
+
+def _mismatched_gather(comm):
+    comm.all_gather(torch.ones(comm.rank + 2))
+
+
+def _mismatched_unrecorded(comm):
+    comm.unrecorded_all_reduce(torch.ones(comm.rank + 2))
+
+
 @pytest.mark.parametrize("runtime", RUNTIMES)
-@pytest.mark.parametrize("fn", [_mismatched_sizes, _mismatched_shapes, _mismatched_dtypes])
-def test_all_reduce_mismatch_across_ranks_is_an_error(runtime, fn):
-    with pytest.raises(RankError, match="all_reduce needs the same shape and dtype on every rank"):
-        launch(fn, 3, runtime=runtime, timeout=10)
+@pytest.mark.parametrize("net", [None, "10GbE"])  # on Gloo the check rides on the clocks' all-reduce when there is one
+@pytest.mark.parametrize("fn,what", [(_mismatched_sizes, "all_reduce"), (_mismatched_shapes, "all_reduce"),
+                                     (_mismatched_dtypes, "all_reduce"), (_mismatched_broadcast, "broadcast"),
+                                     (_mismatched_gather, "all_gather"), (_mismatched_unrecorded, "all_reduce")])
+def test_collective_mismatch_across_ranks_is_an_error(runtime, net, fn, what):
+    with pytest.raises(RankError, match=f"{what} needs the same shape and dtype on every rank"):
+        launch(fn, 3, runtime=runtime, timeout=10, net=net)
 
 
 # ----- receiving into a preallocated buffer (out=) ------------------------------------------

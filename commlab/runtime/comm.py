@@ -193,7 +193,7 @@ class Comm:
         check_op(op)
         n, p = nbytes(tensor), self.world_size
         chunk = 2 * (p - 1) * n / p
-        self._charge("all_reduce", n, chunk, chunk, 2 * (p - 1), 2 * (p - 1))
+        self._charge("all_reduce", n, chunk, chunk, 2 * (p - 1), 2 * (p - 1), tensor)
         self._transport_all_reduce(tensor, op)
         return tensor
 
@@ -202,6 +202,7 @@ class Comm:
         for instrumentation that the algorithm itself would not send (the consensus distance of
         decentralized training), so that watching a run does not change its time or bytes."""
         check_op(op)
+        self._agree(None, tensor, "all_reduce")
         self._transport_all_reduce(tensor, op)
         return tensor
 
@@ -210,7 +211,7 @@ class Comm:
 
         Charged as a ring: each rank sends and receives N-1 blocks of n bytes."""
         n, p = nbytes(tensor), self.world_size
-        self._charge("all_gather", n, (p - 1) * n, (p - 1) * n, p - 1, p - 1)
+        self._charge("all_gather", n, (p - 1) * n, (p - 1) * n, p - 1, p - 1, tensor)
         return self._transport_all_gather(tensor)
 
     def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
@@ -222,7 +223,7 @@ class Comm:
         n = nbytes(tensor)
         kids = len(binomial_children((self.rank - src) % self.world_size, self.world_size))
         got = 0 if self.rank == src else 1
-        self._charge("broadcast", n, kids * n, got * n, kids, got)
+        self._charge("broadcast", n, kids * n, got * n, kids, got, tensor)
         self._transport_broadcast(tensor, src)
         return tensor
 
@@ -236,15 +237,18 @@ class Comm:
         and the caller sends the pieces itself (``arch.ring.all_gather_pieces``)."""
         return None
 
-    def _charge(self, name, n, sent, received, msgs_sent, msgs_recv) -> None:
-        """Count a collective's traffic and advance every clock to max(clocks) + its closed form."""
+    def _charge(self, name, n, sent, received, msgs_sent, msgs_recv, tensor=None) -> None:
+        """Count a collective's traffic, make sure every rank brings a ``tensor`` of the same shape
+        and dtype, and advance every clock to max(clocks) + its closed form: the check and the
+        clocks in one agreement (:meth:`_agree`), one tiny all-reduce on Gloo, not two."""
         self.stats.bytes_sent += int(round(sent))
         self.stats.bytes_recv += int(round(received))
         self.stats.msgs_sent += msgs_sent
         self.stats.msgs_recv += msgs_recv
-        if self.clock is not None:
-            start = self._max_clock(self.clock.ready())
-            self.clock.collective(start, name, n, self.world_size)
+        if self.clock is None:
+            self._agree(None, tensor, name)
+        else:
+            self.clock.collective(self._agree(self.clock.ready(), tensor, name), name, n, self.world_size)
 
     # ----- compute and time -----------------------------------------------------------
     def compute(self, seconds: float | None = None, flops: float | None = None) -> None:
@@ -259,7 +263,10 @@ class Comm:
         return self.clock.now if self.clock is not None else 0.0
 
     # ----- transport hooks ------------------------------------------------------------
-    def _max_clock(self, value: float) -> float:
+    def _agree(self, clock: float | None, tensor: torch.Tensor | None, what: str) -> float | None:
+        """Before a collective: the latest of the ranks' ``clock`` values (None without a clock),
+        and a ValueError naming the shapes unless every rank's ``tensor`` (when given) has the
+        same shape and dtype."""
         raise NotImplementedError
 
     def _transport_isend(self, tensor, dst, tag, depart) -> Work:

@@ -196,26 +196,28 @@ class DistComm(Comm):
         return self._payload(header, src, tag)
 
     # ----- collectives ----------------------------------------------------------------
-    def _max_clock(self, value):
-        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+    def _agree(self, clock, tensor, what):
+        """One tiny MAX all-reduce carries both: (size, dtype, shape) and their negatives, which
+        agree on every rank only if all ranks have the same (the shape enters as a CRC32 of its
+        repr, so (2, 3) and (3, 2) differ, as on threads), and the clock."""
+        values = [] if clock is None else [clock]
+        if tensor is not None:
+            n = float(tensor.numel())
+            code = float(DTYPES.index(tensor.dtype)) if tensor.dtype in DTYPES else -1.0
+            shape = float(zlib.crc32(repr(tuple(tensor.shape)).encode()))
+            values += [n, code, shape, -n, -code, -shape]
+        if not values:
+            return None
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return t.item()
-
-    def _check_same(self, tensor, what):
-        """One tiny MAX all-reduce tells every rank whether all shapes and dtypes agree
-        (the shape enters as a CRC32 of its repr, so (2, 3) and (3, 2) differ, as on threads)."""
-        n = float(tensor.numel())
-        code = float(DTYPES.index(tensor.dtype)) if tensor.dtype in DTYPES else -1.0
-        shape = float(zlib.crc32(repr(tuple(tensor.shape)).encode()))
-        t = torch.tensor([n, code, shape, -n, -code, -shape], dtype=torch.float64, device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        if not torch.equal(t[:3], -t[3:]):
+        got = t[len(values) - 6:] if tensor is not None else None
+        if got is not None and not torch.equal(got[:3], -got[3:]):
             raise ValueError(f"{what} needs the same shape and dtype on every rank; rank {self.rank} has "
-                             f"{tuple(tensor.shape)} {tensor.dtype}, and sizes range from {-t[3].item():g} "
-                             f"to {t[0].item():g} elements")
+                             f"{tuple(tensor.shape)} {tensor.dtype}, and sizes range from {-got[3].item():g} "
+                             f"to {got[0].item():g} elements")
+        return None if clock is None else t[0].item()
 
     def _transport_all_reduce(self, tensor, op):
-        self._check_same(tensor, "all_reduce")
         buf = tensor if tensor.device == self.device and tensor.is_contiguous() else tensor.to(self.device).contiguous()
         dist.all_reduce(buf, op=OPS[op])
         if op == "avg":
@@ -224,14 +226,12 @@ class DistComm(Comm):
             tensor.copy_(buf)
 
     def _transport_all_gather(self, tensor):
-        self._check_same(tensor, "all_gather")
         buf = tensor.to(self.device).contiguous()
         out = [torch.empty_like(buf) for _ in range(self.world_size)]
         dist.all_gather(out, buf)
         return out
 
     def _transport_broadcast(self, tensor, src):
-        self._check_same(tensor, "broadcast")
         buf = tensor if tensor.device == self.device and tensor.is_contiguous() else tensor.to(self.device).contiguous()
         dist.broadcast(buf, src)
         if buf is not tensor:

@@ -175,8 +175,9 @@ class ThreadComm(Comm):
             return src, tensor, depart
 
     # collectives
-    def _max_clock(self, value):
-        return self.world.exchange(self.rank, value, max, "the clocks of a collective")
+    def _agree(self, clock, tensor, what):
+        # the shapes are compared where the contributions meet (_same_shapes in each transport)
+        return None if clock is None else self.world.exchange(self.rank, clock, max, f"the clocks of {what}")
 
     def _transport_all_reduce(self, tensor, op):
         def combine(values):
