@@ -81,3 +81,24 @@ def test_one_rank_is_a_no_op():
 
     (x, msgs), = launch(body, 1)
     assert torch.equal(x, oracle(1, "sum", (7,))) and msgs == 0
+
+
+# ----- the replay of all_gather_pieces, for a rendezvous that sends no messages ----------------
+def _gather_both_ways(comm, shared):
+    comm.compute(seconds=1e-4 * (comm.rank + 1))  # unequal clocks before the gather
+    piece = torch.arange(5 + 7 * comm.rank, dtype=torch.float32)  # a different length per rank
+    if shared:
+        got = comm.gather_shared(piece, ring.replay_all_gather_pieces, lambda t: t * 2)
+    else:
+        got = [t * 2 for t in ring.all_gather_pieces(comm, piece)]
+    return [t.tolist() for t in got], comm.stats.snapshot(), comm.now, comm.clock.out_free, comm.clock.in_free
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_the_replay_counts_and_times_the_rings_messages(n):
+    """The threads runtime's rendezvous (Comm.gather_shared) with the ring's replay gives every rank
+    what all_gather_pieces sending its messages gives."""
+    net = Network("10GbE", slowdown={1: 3.0})
+    shared = launch(_gather_both_ways, n, args=(True,), net=net)
+    ring = launch(_gather_both_ways, n, args=(False,), net=net)
+    assert shared == ring  # the pieces, every rank's bytes and messages, and its clock bit for bit

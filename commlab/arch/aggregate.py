@@ -32,7 +32,7 @@ import torch
 from ..compress.base import Compressor, Payload
 from .collectives import allreduce
 from .gtopk import gtopk_allreduce
-from .ring import all_gather_pieces
+from .ring import all_gather_pieces, replay_all_gather_pieces
 
 
 def gather_payloads(comm, payload: Payload, ranks=None, tag: int = 0) -> list[Payload]:
@@ -45,7 +45,7 @@ def gather_payloads(comm, payload: Payload, ranks=None, tag: int = 0) -> list[Pa
     counts and clock exactly as the ring gives them."""
     data = payload.to_bytes()
     if ranks is None:
-        shared = comm.gather_shared(data, Payload.shared_from_bytes)
+        shared = comm.gather_shared(data, replay_all_gather_pieces, Payload.shared_from_bytes)
         if shared is not None:
             return shared
     return [Payload.from_bytes(b) for b in all_gather_pieces(comm, data, ranks, tag)]

@@ -113,6 +113,24 @@ def all_gather_pieces(comm, piece: torch.Tensor, ranks=None, tag: int = 0) -> li
     return [s[0] for s in segs]
 
 
+def replay_all_gather_pieces(comms, pieces) -> None:
+    """What :func:`all_gather_pieces` over all ranks charges, without its messages (the threads
+    runtime's ``Comm.gather_shared`` delivers the pieces at one rendezvous): rank i sends its
+    piece to rank i + 1, then for m = 1..N-1 receives piece i - m from rank i - 1 and forwards
+    it (all but the last); each rank's counters and clock take its sends and receives in that
+    order, each message departing when its sender sent it, as :func:`_pass` would."""
+    p = len(comms)
+    depart = [comms[i]._outgoing(pieces[i], (i + 1) % p) for i in range(p)]
+    for m in range(1, p):
+        forwarded = []
+        for i in range(p):
+            prv, piece = (i - 1) % p, pieces[(i - m) % p]
+            comms[i]._incoming(prv, piece, depart[prv])
+            if m < p - 1:
+                forwarded.append(comms[i]._outgoing(piece, (i + 1) % p))
+        depart = forwarded
+
+
 def allreduce(comm, x: torch.Tensor, op: str = "sum", ranks=None, segments: int = 1, tag: int = 0) -> torch.Tensor:
     """Ring all-reduce of the flat tensor ``x`` in place: reduce-scatter, then all-gather."""
     reduce_scatter(comm, x, op, ranks, segments, tag)

@@ -231,10 +231,9 @@ class Comm:
         self._charge("barrier", 0, 0, 0, 0, 0)
         self._transport_barrier()
 
-    def gather_shared(self, piece: torch.Tensor, read=None) -> list | None:
-        """Every rank's ``piece`` (any length), each passed through ``read`` once, as one list
-        that all ranks share, when the ranks share memory (the threads runtime); else None,
-        and the caller sends the pieces itself (``arch.ring.all_gather_pieces``)."""
+    def gather_shared(self, piece: torch.Tensor, replay, read=None) -> list | None:
+        """Where ranks share memory (threads): every rank's ``piece``, read once, in one list all
+        ranks share, with ``replay(comms, pieces)`` charging the messages; else None (send them)."""
         return None
 
     def _charge(self, name, n, sent, received, msgs_sent, msgs_recv, tensor=None) -> None:
@@ -245,10 +244,9 @@ class Comm:
         self.stats.bytes_recv += int(round(received))
         self.stats.msgs_sent += msgs_sent
         self.stats.msgs_recv += msgs_recv
-        if self.clock is None:
-            self._agree(None, tensor, name)
-        else:
-            self.clock.collective(self._agree(self.clock.ready(), tensor, name), name, n, self.world_size)
+        start = self._agree(None if self.clock is None else self.clock.ready(), tensor, name)
+        if self.clock is not None:
+            self.clock.collective(start, name, n, self.world_size)
 
     # ----- compute and time -----------------------------------------------------------
     def compute(self, seconds: float | None = None, flops: float | None = None) -> None:

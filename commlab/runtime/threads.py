@@ -203,39 +203,20 @@ class ThreadComm(Comm):
     def _transport_barrier(self):
         self.world.exchange(self.rank, None, lambda values: None, "barrier")
 
-    # one rendezvous in place of a ring of messages
-    def gather_shared(self, piece: torch.Tensor, read=None) -> list | None:
-        """The ring all-gather of variable-length pieces (``arch.ring.all_gather_pieces`` over
-        all ranks) through one rendezvous: the counters and the clocks take exactly the
-        messages that ring sends, in each rank's order (:func:`_replay_ring`), and the last
-        rank to arrive applies ``read`` to each piece once; every rank gets the same list
-        (shared: read it, never write it). A run whose clocks measure real compute returns
-        None: there the time between a rank's messages is its own thread's, so the messages
-        must really be sent one by one."""
+    # one rendezvous in place of an algorithm's messages
+    def gather_shared(self, piece: torch.Tensor, replay, read=None) -> list | None:
+        """Every rank's ``piece`` through one rendezvous: the last rank to arrive calls
+        ``replay(comms, pieces)``, which charges every rank's counters and clock with the messages
+        the gather would have sent, and applies ``read`` to each piece once; every rank gets the
+        same list (shared: read it, never write it). A run whose clocks measure real compute
+        returns None: there the time between a rank's messages is its own thread's, so the
+        messages must really be sent one by one."""
         if self.world_size == 1 or (self.clock is not None and self.clock.network.measure_compute):
             return None
 
         def combine(values):
             comms, pieces = zip(*values)
-            _replay_ring(comms, pieces)
+            replay(comms, pieces)
             return [piece if read is None else read(piece) for piece in pieces]
 
         return self.world.exchange(self.rank, (self, piece.detach().reshape(-1)), combine, "a gather of pieces")
-
-
-def _replay_ring(comms, pieces) -> None:
-    """The traffic and clocks of a ring all-gather of ``pieces`` (one per rank), without the
-    messages: rank i sends its own piece to rank i + 1, then for m = 1..N-1 receives piece
-    i - m from rank i - 1 and forwards it (all but the last). Each rank's counters and clock
-    see its sends and receives in that order, with each message's departure from its
-    sender, as in :func:`commlab.arch.ring.all_gather_pieces` (tests compare the two)."""
-    p = len(comms)
-    depart = [comms[i]._outgoing(pieces[i], (i + 1) % p) for i in range(p)]
-    for m in range(1, p):
-        forwarded = []
-        for i in range(p):
-            prv, piece = (i - 1) % p, pieces[(i - m) % p]
-            comms[i]._incoming(prv, piece, depart[prv])
-            if m < p - 1:
-                forwarded.append(comms[i]._outgoing(piece, (i + 1) % p))
-        depart = forwarded
