@@ -42,6 +42,10 @@ from .runtime import RankError, launch
 from .worker import Worker
 
 _BUILD_LOCK = threading.Lock()  # threads share torch's global RNG: build models one at a time
+# A rank step of fewer training FLOPs than this is Python-bound: on the threads runtime its ranks
+# share one core (runtime.threads.caller_core; measured on 2 cores: 8 ranks of the digits MLP,
+# 0.9 MFLOP a step, 2.4x faster on one core; a 65 MFLOP step breaks even; 230 MFLOP 1.3x slower)
+PYTHON_BOUND_FLOPS = 3e7
 
 
 class Trainer:
@@ -127,7 +131,8 @@ class Trainer:
             torch.manual_seed(c.seed)
             shared = sync.shared_state(lambda: build_model(c.model, self.dataset, **c.model_kw))
         results = _launch(_train_rank, world, c, self.network,
-                          (c, self.dataset, self.shards, self.flops_per_sample, shared, steps, self.schedule))
+                          (c, self.dataset, self.shards, self.flops_per_sample, shared, steps, self.schedule),
+                          self.flops_per_sample)
         return merge_ranks(results, asdict(c))
 
     def _fit_parallel(self, steps: int) -> History:
@@ -135,7 +140,8 @@ class Trainer:
         evaluation step are joined into the full model and evaluated here, so evaluating sends nothing."""
         c, ds = self.config, self.dataset
         results = _launch(parallel_pkg.train_rank, self.layout.world, c, self.network,
-                          (c, ds, self.shards, self.flops_per_sample, partial(_build, c, ds), self.layout, steps))
+                          (c, ds, self.shards, self.flops_per_sample, partial(_build, c, ds), self.layout, steps),
+                          self.flops_per_sample)
         full = _build(c, ds)
         for step in results[0]["snapshots"]:
             parallel_pkg.join(full, results, self.layout, step)
@@ -144,11 +150,14 @@ class Trainer:
         return merge_ranks(results, asdict(c))
 
 
-def _launch(rank_fn, world: int, c: Config, network, args) -> list:
-    """Run ``rank_fn`` on every rank; a rank's Diverged (which reaches us as a RankError's text
-    from a Gloo process) is raised as itself."""
+def _launch(rank_fn, world: int, c: Config, network, args, flops_per_sample: float) -> list:
+    """Run ``rank_fn`` on every rank (threads of a Python-bound step on one core, see
+    :data:`PYTHON_BOUND_FLOPS`); a rank's Diverged (which reaches us as a RankError's text from a
+    Gloo process) is raised as itself."""
+    one_core = flops_per_sample * c.batch_size < PYTHON_BOUND_FLOPS
     try:
-        return launch(rank_fn, world, runtime=c.runtime, net=network, timeout=c.timeout, args=args)
+        return launch(rank_fn, world, runtime=c.runtime, net=network, timeout=c.timeout, args=args,
+                      one_core=one_core)
     except RankError as e:
         diverged = Diverged.from_message(str(e))
         if diverged is not None:

@@ -1,4 +1,5 @@
 """The threads runtime: determinism, closures, private message copies, World.exchange."""
+import os
 import threading
 import time
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 
 from commlab.runtime import Aborted, CommTimeout, launch
-from commlab.runtime.threads import ThreadComm, World
+from commlab.runtime.threads import ThreadComm, World, caller_core
 
 
 def _reduce_random(comm, numel):
@@ -89,6 +90,29 @@ def test_message_is_a_private_copy():
 def test_ranks_run_as_named_threads():
     names = launch(lambda comm: threading.current_thread().name, 3)
     assert names == ["commlab-rank0", "commlab-rank1", "commlab-rank2"]
+
+
+needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="threads are placed on Linux only")
+
+
+@needs_affinity
+def test_caller_core_is_one_core_this_process_may_use():
+    core = caller_core()
+    assert len(core) == 1 and core <= os.sched_getaffinity(0)
+
+
+@needs_affinity
+def test_one_core_places_every_rank_on_the_same_core_and_leaves_the_caller_alone():
+    before = os.sched_getaffinity(0)
+    placed = launch(lambda comm: os.sched_getaffinity(0), 4, one_core=True)
+    assert len(placed[0]) == 1 and all(p == placed[0] for p in placed)
+    assert os.sched_getaffinity(0) == before
+    assert launch(lambda comm: os.sched_getaffinity(0), 2) == [before, before]  # the default: no placement
+
+
+def test_one_core_changes_no_result():
+    one, both = launch(_reduce_random, 4, args=(1000,), one_core=True), launch(_reduce_random, 4, args=(1000,))
+    assert all(torch.equal(a[op], b[op]) for a, b in zip(one, both) for op in a)
 
 
 # ----- World.exchange ------------------------------------------------------------------------

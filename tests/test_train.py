@@ -319,3 +319,18 @@ def test_on_a_gpu_machine_gloo_ranks_start_fresh_and_train_as_on_threads(monkeyp
     threads = _trainer(runtime="threads", **kw).fit(6)
     assert gloo.bytes_sent == threads.bytes_sent and gloo.sim_time == threads.sim_time
     assert gloo.loss == threads.loss  # the same sums: a fresh rank takes no more threads than this process
+
+
+@pytest.mark.parametrize("hidden, batch, one_core", [([64], 32, True), ([512, 512], 128, False)])
+def test_python_bound_ranks_share_one_core(hidden, batch, one_core, monkeypatch):
+    """A small step's ranks run on one core (the interpreter lock would otherwise bounce between
+    cores at every torch call); a step with long operators keeps every core."""
+    import commlab.train as train
+
+    seen = []
+    real = train.launch
+    monkeypatch.setattr(train, "launch", lambda *a, **kw: seen.append(kw["one_core"]) or real(*a, **kw))
+    tr = _trainer(model="mlp", model_kw={"hidden": hidden}, batch_size=batch, workers=2, seed=0)
+    assert (tr.flops_per_sample * batch < train.PYTHON_BOUND_FLOPS) == one_core
+    tr.fit(2)
+    assert seen == [one_core]

@@ -65,7 +65,7 @@ def _gtopk(comm, compressor, tensors, keys, algorithm, kw):
 
 def _shared_scale(comm, compressor, tensors, keys, algorithm, kw):
     """TernGrad: agree on one scaler (all-reduce max of a float), then all-gather the payloads."""
-    return [compressor.aggregate(t, k, lambda s: comm.all_reduce(s, "max"), lambda b: all_gather_pieces(comm, b))
+    return [compressor.aggregate(t, k, lambda s: comm.all_reduce(s, "max"), lambda p: gather_payloads(comm, p))
             for t, k in zip(tensors, keys)]
 
 

@@ -80,11 +80,10 @@ class TernGrad(Compressor):
         lut = torch.tensor([0.0, 1.0, -1.0], dtype=dtype, device=p["trits"].device) * p["scale"].to(dtype)
         return restore(coding.unpack_trits(p["trits"], p.numel, lut), p)  # lut[trit], five per lookup
 
-    def aggregate(self, t: torch.Tensor, key, max_over_ranks, gather_bytes) -> torch.Tensor:
+    def aggregate(self, t: torch.Tensor, key, max_over_ranks, gather) -> torch.Tensor:
         """Scaler sharing, with the collectives as arguments: ``max_over_ranks(s)`` takes the
-        elementwise max of a 1-element tensor over all ranks in place, ``gather_bytes(b)``
-        returns every rank's uint8 message (all-gather); the mean of the ternary payloads."""
+        elementwise max of a 1-element tensor over all ranks in place, ``gather(p)`` returns
+        every rank's Payload (an all-gather of their bytes); the mean of the ternary payloads."""
         s = torch.tensor([self.local_scale(t)], dtype=torch.float32, device=t.device)
         max_over_ranks(s)
-        mine = self.compress(t, key, scale=float(s)).to_bytes()
-        return self.combine([Payload.from_bytes(b) for b in gather_bytes(mine)], key).to(t.device)
+        return self.combine(gather(self.compress(t, key, scale=float(s))), key).to(t.device)

@@ -82,7 +82,7 @@ class GossipExchange(Exchange):
         total[:x.numel()], total[x.numel()], total[x.numel() + 1 + comm.rank] = x, x.dot(x), flag
         comm.unrecorded_all_reduce(total, "sum")
         mean, flags = total[:x.numel()] / n, total[x.numel() + 1:]
-        bad = [r for r in range(n) if flags[r] != 0]
+        bad = flags.nonzero().flatten().tolist()
         distance = max(float(total[x.numel()]) / n - float(mean.dot(mean)), 0.0)
         return mean, (float("nan") if bad else distance), bad
 

@@ -31,7 +31,7 @@ import torch
 
 from ..net.clock import as_network
 from .errors import Aborted, CommTimeout, RankError
-from .threads import ThreadComm, World
+from .threads import ThreadComm, World, caller_core
 
 RUNTIMES = ("threads", "gloo", "nccl")
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -62,13 +62,15 @@ def under_torchrun() -> bool:
 
 
 def launch(fn, world_size: int | None = None, runtime: str = "threads", net=None, timeout: float = 60.0,
-           args: tuple = (), start_method: str | None = None) -> list:
+           args: tuple = (), start_method: str | None = None, one_core: bool = False) -> list:
     """Run ``fn(comm, *args)`` on ``world_size`` ranks and return the results by rank.
 
     net: None, a link profile name, a LinkModel or a Network: gives each rank a simulated
     clock (``comm.clock``). timeout: seconds a rank may wait for a peer before the run fails.
     start_method: how Gloo and NCCL rank processes start, "fork", "forkserver" or "spawn"
     (None: :func:`resolve_start_method`'s choice; fork is refused where it is unsafe).
+    one_core: threads runtime only; run every rank thread on one processor core
+    (:func:`commlab.runtime.threads.caller_core`): right for ranks whose steps are Python-bound.
     """
     network = as_network(net)
     if runtime in ("gloo", "nccl") and under_torchrun():
@@ -80,16 +82,21 @@ def launch(fn, world_size: int | None = None, runtime: str = "threads", net=None
     world_size = 1 if world_size is None else world_size
     _check(fn, world_size, runtime, timeout)
     if runtime == "threads":
-        return _run_threads(fn, world_size, network, timeout, args)
+        return _run_threads(fn, world_size, network, timeout, args, caller_core() if one_core else None)
     return _run_processes(fn, world_size, runtime, network, timeout, args, start_method)
 
 
 # ----- threads ---------------------------------------------------------------------------
-def _run_threads(fn, world_size, network, timeout, args):
+def _run_threads(fn, world_size, network, timeout, args, core=None):
+    """Rank threads (on the processor cores in ``core`` if given); this thread sleeps until all
+    have returned or one has failed."""
     world = World(world_size, timeout)
     results, errors = [None] * world_size, {}
+    left, ended = [world_size], threading.Event()
 
     def body(rank):
+        if core is not None:
+            os.sched_setaffinity(0, core)  # this thread only
         comm = ThreadComm(world, rank, network.clock(rank) if network else None)
         try:
             results[rank] = fn(comm, *args)
@@ -99,13 +106,19 @@ def _run_threads(fn, world_size, network, timeout, args):
             world.abort.set()
             with world.lock:
                 world.wake_all()
+            ended.set()
+        finally:
+            with world.lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    ended.set()
 
     threads = [threading.Thread(target=body, args=(r,), name=f"commlab-rank{r}", daemon=True)
                for r in range(world_size)]
     for t in threads:
         t.start()
-    while not world.abort.is_set() and any(t.is_alive() for t in threads):
-        time.sleep(0.005)
+    while not ended.wait(0.5):  # in slices, so that Ctrl-C reaches this thread
+        pass
     deadline = time.monotonic() + 2.0  # ranks blocked in commlab calls leave within a poll
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
