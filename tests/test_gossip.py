@@ -8,7 +8,7 @@ import torch
 
 from commlab.decentral import topology as T
 from commlab.decentral.architecture import Gossip
-from commlab.decentral.gossip import consensus, gossip_step
+from commlab.decentral.gossip import consensus, gossip_step, replay_share, share
 from commlab.net import LinkModel, Network, cost
 from commlab.runtime import launch
 from commlab.decentral.gossip import cost as gossip_cost
@@ -105,3 +105,26 @@ def test_simulated_time_equals_closed_form(spec, n):
     for i, (_, stats) in enumerate(out):  # node i sends its vector to each neighbour and takes theirs
         assert stats.bytes_sent == stats.bytes_recv == top.degrees[i] * N
         assert stats.msgs_sent == stats.msgs_recv == top.degrees[i]
+
+
+# ----- the replay of share, for a rendezvous that sends no messages ---------------------------
+def _share_both_ways(comm, spec, shared):
+    top = T.get(spec, comm.world_size)
+    comm.compute(seconds=1e-4 * (comm.rank + 1))  # unequal clocks before the step
+    piece = torch.arange(5 + 7 * comm.rank, dtype=torch.float32)  # a different length per rank
+    if shared:
+        pieces = comm.gather_shared(piece, replay_share(top))
+        got = {j: pieces[j] for j in top.neighbors[comm.rank]}
+    else:
+        got = share(comm, piece, top)
+    return ({j: got[j].tolist() for j in sorted(got)}, comm.stats.snapshot(), comm.now, comm.clock.out_free,
+            comm.clock.in_free)
+
+
+@pytest.mark.parametrize("spec, n", [("ring", 2), ("ring", 7), ("torus", 9), ("star", 6), ("complete", 5)])
+def test_the_replay_counts_and_times_the_messages_of_share(spec, n):
+    """The threads runtime's rendezvous (Comm.gather_shared) with share's replay gives every rank
+    the neighbours' pieces, bytes, messages and clock that share sending its messages gives."""
+    net = Network("10GbE", slowdown={1: 3.0})
+    assert launch(_share_both_ways, n, args=(spec, True), net=net) == launch(_share_both_ways, n,
+                                                                              args=(spec, False), net=net)

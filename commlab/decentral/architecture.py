@@ -60,12 +60,20 @@ class GossipExchange(Exchange):
         return gossip.share(self.comm, x, self.topology)
 
     def share_compressed(self, x: torch.Tensor, key="model", compressor=None):
-        """(C(x), {j: C(x_j)}) with ``compressor`` (default: the exchange's), decoded; exact
-        values, (x, {j: x_j}), when there is no compressor."""
+        """(C(x), {j: C(x_j)}) with ``compressor`` (default: the exchange's), decoded (read them,
+        never write them); exact values, (x, {j: x_j}), when there is no compressor.
+
+        Where the ranks share memory (threads), the payloads meet at one rendezvous
+        (``Comm.gather_shared``, every message still counted and timed as :func:`gossip.share`
+        sends it) and each is decoded once, not by its sender and each neighbour."""
         c = compressor or self.compressor
         if c is None:
             return x, self.share(x)
         payload = c.compress(x, key)
+        shared = self.comm.gather_shared(payload.to_bytes(), gossip.replay_share(self.topology),
+                                         Payload.shared_from_bytes)
+        if shared is not None:
+            return c.decoded(shared[self.comm.rank]), {j: c.decoded(shared[j]) for j in self.neighbors}
         got = self.share(payload.to_bytes())
         return c.decompress(payload), {j: c.decompress(Payload.from_bytes(b)) for j, b in got.items()}
 

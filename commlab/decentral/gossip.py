@@ -51,6 +51,22 @@ def share(comm, x: torch.Tensor, topology, tag: int = GOSSIP_TAG) -> dict[int, t
     return got
 
 
+def replay_share(topology):
+    """What :func:`share` on every rank charges, without its messages, as a ``replay(comms,
+    pieces)`` for the threads runtime's ``Comm.gather_shared`` (which delivers the pieces at one
+    rendezvous): each rank sends its piece to its neighbours in the rounds of the edge colouring,
+    then takes theirs, each message departing when its sender sent it, as :func:`share` would."""
+    sends, receives = topology.schedule
+
+    def replay(comms, pieces) -> None:
+        depart = {(i, j): comms[i]._outgoing(pieces[i], j) for i in range(len(comms)) for j in sends[i]}
+        for i, comm in enumerate(comms):
+            for j in receives[i]:
+                comm._incoming(j, pieces[j], depart[j, i])
+
+    return replay
+
+
 def mix(x: torch.Tensor, others: dict, topology, rank: int) -> torch.Tensor:
     """Row ``rank`` of W applied to the values at hand: W_ii x + sum_j W_ij others[j] (a new tensor)."""
     self_weight, weights = topology.weights(rank)
