@@ -262,7 +262,10 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
     for step in range(1, steps + 1):
         before = comm.stats.snapshot()
         info = sync.round(worker)
-        check_health(sync.name, step, comm.rank, info["loss"], model.parameters(), trained=info.get("samples") != 0)
+        # a NaN or Inf in the model shows in the next step's loss; its tensors are read at the last
+        # step only (reading them every step was a sixth of a small model's step)
+        check_health(sync.name, step, comm.rank, info["loss"], model.parameters() if step == steps else (),
+                     trained=info.get("samples") != 0)
         delta = comm.stats.snapshot() - before
         rec["loss"].append(info["loss"])
         rec["staleness"].append(info.get("staleness"))
