@@ -36,7 +36,9 @@ def test_calibrate_returns_one_link_on_every_rank(runtime, world):
     links = [link for link, _ in results]
     first = links[0]
     assert isinstance(first, LinkModel)
-    assert first.alpha >= 0 and first.beta > 0
+    # a real measurement: its values depend on the load (a busy machine can hide the slope), so only
+    # their validity is checked here; the fit itself is checked on exact data above
+    assert first.alpha >= 0 and first.beta >= 0 and first.alpha + first.beta > 0
     assert first.name == f"calibrated({runtime})"
     assert all(link == first for link in links)  # every rank agrees
 

@@ -64,35 +64,41 @@ class AllReduceExchange(Exchange):
 
     def step(self, model, optimizer) -> None:
         g = grads(model)
-        for gi, avg in zip(g, self.average(g)):
-            gi.copy_(avg)
+        if self.compressor is None:
+            self._average_into(g, g)  # no copy beside the all-reduce's flat buffer
+        else:
+            for gi, avg in zip(g, self.average(g)):
+                gi.copy_(avg)
         optimizer.step()
+
+    def _average_into(self, tensors, out) -> list[torch.Tensor]:
+        """The uncompressed average of ``tensors``, one all-reduce of their concatenation,
+        written into ``out`` (which may be ``tensors`` themselves)."""
+        flat = flatten(tensors)
+        self.algorithm.allreduce(self.comm, flat, op="avg")
+        unflatten_into(flat, out)
+        return out
 
     def average(self, tensors) -> list[torch.Tensor]:
         tensors = list(tensors)
         if self.compressor is None:
-            flat = flatten(tensors)
-            self.algorithm.allreduce(self.comm, flat, op="avg")
-            out = [torch.empty_like(t) for t in tensors]
-            unflatten_into(flat, out)
-            return out
+            return self._average_into(tensors, [torch.empty_like(t) for t in tensors])
         return aggregate_all(self.comm, self.compressor, tensors, range(len(tensors)), self.algorithm.name,
                              **self.algorithm.kw)
 
     def message(self, m: int, tensors) -> list[torch.Tensor]:
         """The average of one message's gradient tensors: one all-reduce of their concatenation
-        (a bucket), or with a compressor the bucket compressed as one tensor, keyed by the message
+        (a bucket), written back into ``tensors``, or with a compressor the bucket compressed as one tensor, keyed by the message
         (error feedback per bucket); a compressor with its own protocol (PowerSGD's matrices) gets
         the tensors in their shapes."""
         tensors = list(tensors)
         if own_protocol(self.compressor):
             return aggregate_all(self.comm, self.compressor, tensors, [(m, i) for i in range(len(tensors))],
                                  self.algorithm.name, **self.algorithm.kw)
-        flat = flatten(tensors)
         if self.compressor is None:
-            self.algorithm.allreduce(self.comm, flat, op="avg")
-        else:
-            flat = aggregate(self.comm, self.compressor, flat, ("bucket", m), self.algorithm.name, **self.algorithm.kw)
+            return self._average_into(tensors, tensors)  # in place: the engine's copy is skipped
+        flat = aggregate(self.comm, self.compressor, flatten(tensors), ("bucket", m), self.algorithm.name,
+                         **self.algorithm.kw)
         out = [torch.empty_like(t) for t in tensors]
         unflatten_into(flat, out)
         return out

@@ -5,7 +5,8 @@ condition variable, so a message wakes only its receiver);
 collectives meet at a shared rendezvous where the last rank to arrive combines the
 contributions in rank order, so results are deterministic. Functions defined in a
 notebook cell work, start-up takes milliseconds, and torch releases the GIL inside its
-kernels, so ranks do compute in parallel.
+kernels, so ranks do compute in parallel; ranks whose steps are mostly Python are better off
+on one core (``launch(..., one_core=True)``, :func:`caller_core`).
 
 Every wait polls an abort flag: when one rank fails, :func:`commlab.launch` sets it and
 the other ranks leave their waits with :class:`Aborted` instead of hanging. A wait that

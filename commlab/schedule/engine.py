@@ -183,7 +183,8 @@ class Engine:
             if self.exchange.gives == "gradients":
                 with torch.no_grad():
                     for t, o in zip(tensors, out):
-                        t.copy_(o)
+                        if o is not t:  # an exchange may have averaged in place
+                            t.copy_(o)
             else:
                 params_out.append(out)
             self.timeline.append({
