@@ -2,6 +2,7 @@
 clock against the dispatcher's steady state (the real executor equals the simulator), the
 timeline it logs, and a failing communication thread surfacing as an error naming its rank."""
 import math
+import threading
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from commlab import schedule as S
 from commlab.arch import get as get_arch
 from commlab.models import build_model
 from commlab.runtime import fork_is_safe
+from commlab.history import Diverged
 from commlab.arch.exchange import AllReduceExchange, ScheduledServerExchange
 from commlab.net.clock import Network
 from commlab.runtime import RankError
@@ -198,3 +200,13 @@ def test_the_simulator_package_equals_the_real_run(digits, spec):
     for level in ("closed", "message"):
         predicted = sim.iteration(tr.schedule.profile, cluster, schedule=spec, level=level).time
         assert real == pytest.approx([predicted] * len(real), rel=0.01), level
+
+
+def test_a_failed_rank_leaves_no_communication_thread_behind():
+    """A rank that raises never closes its engine; the engine's thread sees its rank gone and leaves."""
+    with pytest.raises(Diverged):
+        Trainer(model="mlp", data="digits", workers=2, schedule="wfbp", lr=1e6, seed=0, progress=False).fit(20)
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("commlab-comm-rank") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name.startswith("commlab-comm-rank") for t in threading.enumerate())

@@ -54,8 +54,9 @@ def _five_gradients_seconds(comm):  # at module level: a fork server can only st
 
 
 def test_gloo_stragglers_really_sleep():
-    # fresh processes from the fork server: a rank forked from this test process, which has
-    # run many threads before, hung twice in the full suite (not reproduced alone)
+    # fresh processes from the fork server: a rank forked from a test process that had run many
+    # threads before hung twice in the full suite (not reproduced alone; communication threads of
+    # failed scheduled runs were alive then, and no longer outlive their rank)
     slow, fast = launch(_five_gradients_seconds, 2, runtime="gloo", net=Network("10GbE", slowdown={0: 20.0}),
                         start_method="forkserver")
     assert slow > 3 * fast

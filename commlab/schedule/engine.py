@@ -80,6 +80,7 @@ class Engine:
         self.jobs, self.results = queue.Queue(), queue.Queue()
         self.timeline, self.step_no, self.arrive, self.backward_end = [], 0, None, 0.0
         self.params_out = None
+        self.owner = threading.current_thread()  # the rank's training thread: if it dies, this one leaves
         self.thread = threading.Thread(target=self._loop, daemon=True, name=f"commlab-comm-rank{comm.rank}")
         self.thread.start()
 
@@ -157,7 +158,12 @@ class Engine:
 
     def _loop(self) -> None:
         while True:
-            job = self.jobs.get()
+            try:
+                job = self.jobs.get(timeout=0.5)
+            except queue.Empty:  # a rank that failed never closes its engine: do not outlive it
+                if self.owner.is_alive():
+                    continue
+                return
             if job is None:
                 return
             step, start, t_b = job
