@@ -20,7 +20,6 @@ from dataclasses import asdict, fields
 from functools import partial
 
 import torch
-import torch.nn.functional as F
 
 from . import arch as arch_pkg
 from . import compress as compress_pkg
@@ -31,7 +30,6 @@ from . import schedule as schedule_pkg
 from . import sync as sync_pkg
 from .arch import ExchangeSetup
 from .config import Config
-from .flat import flatten, unflatten_into
 from .history import Diverged, History, check_health, merge_ranks
 from .intensity import count_params, flops_per_sample
 from .models import build_model
@@ -39,7 +37,7 @@ from .net.clock import DEFAULT_FLOPS, as_network
 from .net.link import get_link
 from .schedule.engine import Engine, ScheduledExchange, flat_ranges, segments
 from .runtime import RankError, launch
-from .worker import Worker
+from .worker import Worker, evaluate
 
 _BUILD_LOCK = threading.Lock()  # threads share torch's global RNG: build models one at a time
 # A rank step of fewer training FLOPs than this is Python-bound: on the threads runtime its ranks
@@ -145,7 +143,7 @@ class Trainer:
         full = _build(c, ds)
         for step in results[0]["snapshots"]:
             parallel_pkg.join(full, results, self.layout, step)
-            results[0]["acc"][step - 1], results[0]["test_loss"][step - 1] = _evaluate(full, ds.x_test, ds.y_test,
+            results[0]["acc"][step - 1], results[0]["test_loss"][step - 1] = evaluate(full, ds.x_test, ds.y_test,
                                                                                        "cpu")
         return merge_ranks(results, asdict(c))
 
@@ -210,28 +208,6 @@ def _rank_compressor(c: Config, rank: int):
     return compressor
 
 
-def _evaluate(model, x, y, device, average=None):
-    """(accuracy, loss) of ``model`` on (x, y), or of the flat parameters ``average`` loaded into
-    it for the measurement (a decentralized run's x_bar), the model's own put back after."""
-    if average is not None:
-        params = [p for p in model.parameters() if p.requires_grad]
-        own = flatten(p.detach() for p in params)
-        with torch.no_grad():
-            unflatten_into(average.to(own), params)
-        try:
-            return _evaluate(model, x, y, device)
-        finally:
-            with torch.no_grad():
-                unflatten_into(own, params)
-    model.eval()
-    with torch.no_grad():
-        out = model(x.to(device))
-        loss = F.cross_entropy(out, y.to(device)).item()
-        acc = (out.argmax(1) == y.to(device)).float().mean().item()
-    model.train()
-    return acc, loss
-
-
 def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=None):
     """What one rank does: a parameter server's loop, or a worker's steps."""
     model = _build(c, ds)
@@ -278,7 +254,7 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
         if _evaluates(step, steps, c):
             with exchange.evaluating(model):
                 if comm.rank == 0:
-                    acc, tl = _evaluate(model, ds.x_test, ds.y_test, comm.device, info.get("average"))
+                    acc, tl = evaluate(model, ds.x_test, ds.y_test, comm.device, info.get("average"))
                     check_health(sync.name, step, comm.rank, tl)  # the model the server holds
         rec["acc"].append(acc)
         rec["test_loss"].append(tl)
@@ -292,7 +268,7 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
         rec["consensus"][step - 1] = late["consensus"]
         rec["median_time"] = True
         if comm.rank == 0 and _evaluates(step, steps, c):
-            rec["acc"][step - 1], rec["test_loss"][step - 1] = _evaluate(model, ds.x_test, ds.y_test, comm.device,
+            rec["acc"][step - 1], rec["test_loss"][step - 1] = evaluate(model, ds.x_test, ds.y_test, comm.device,
                                                                          late["average"])
     worker.exchange.close()
     rec["timeline"] = list(worker.exchange.timeline)

@@ -6,6 +6,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from .flat import flatten, unflatten_into
+
 
 class Worker:
     """One rank's side of data-parallel training, as a synchronizer sees it: each step the
@@ -60,3 +62,25 @@ class Worker:
         if not charged:
             comm.compute(flops=flops)
         return loss.item()
+
+
+def evaluate(model, x, y, device, average=None):
+    """(accuracy, loss) of ``model`` on (x, y), or of the flat parameters ``average`` loaded into
+    it for the measurement (a decentralized run's x_bar), the model's own put back after."""
+    if average is not None:
+        params = [p for p in model.parameters() if p.requires_grad]
+        own = flatten(p.detach() for p in params)
+        with torch.no_grad():
+            unflatten_into(average.to(own), params)
+        try:
+            return evaluate(model, x, y, device)
+        finally:
+            with torch.no_grad():
+                unflatten_into(own, params)
+    model.eval()
+    with torch.no_grad():
+        out = model(x.to(device))
+        loss = F.cross_entropy(out, y.to(device)).item()
+        acc = (out.argmax(1) == y.to(device)).float().mean().item()
+    model.train()
+    return acc, loss

@@ -88,9 +88,9 @@ class AllReduceExchange(Exchange):
 
     def message(self, m: int, tensors) -> list[torch.Tensor]:
         """The average of one message's gradient tensors: one all-reduce of their concatenation
-        (a bucket), written back into ``tensors``, or with a compressor the bucket compressed as one tensor, keyed by the message
-        (error feedback per bucket); a compressor with its own protocol (PowerSGD's matrices) gets
-        the tensors in their shapes."""
+        (a bucket), written back into ``tensors``, or with a compressor the bucket compressed as
+        one tensor, keyed by the message (error feedback per bucket); a compressor with its own
+        protocol (PowerSGD's matrices) gets the tensors in their shapes."""
         tensors = list(tensors)
         if own_protocol(self.compressor):
             return aggregate_all(self.comm, self.compressor, tensors, [(m, i) for i in range(len(tensors))],

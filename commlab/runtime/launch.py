@@ -22,7 +22,6 @@ import os
 import pickle
 import socket
 import sys
-import threading
 import time
 import traceback
 from datetime import timedelta
@@ -30,8 +29,8 @@ from datetime import timedelta
 import torch
 
 from ..net.clock import as_network
-from .errors import Aborted, CommTimeout, RankError
-from .threads import ThreadComm, World, caller_core
+from .errors import RankError
+from .threads import caller_core, run_threads
 
 RUNTIMES = ("threads", "gloo", "nccl")
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -82,51 +81,8 @@ def launch(fn, world_size: int | None = None, runtime: str = "threads", net=None
     world_size = 1 if world_size is None else world_size
     _check(fn, world_size, runtime, timeout)
     if runtime == "threads":
-        return _run_threads(fn, world_size, network, timeout, args, caller_core() if one_core else None)
+        return run_threads(fn, world_size, network, timeout, args, caller_core() if one_core else None)
     return _run_processes(fn, world_size, runtime, network, timeout, args, start_method)
-
-
-# ----- threads ---------------------------------------------------------------------------
-def _run_threads(fn, world_size, network, timeout, args, core=None):
-    """Rank threads (on the processor cores in ``core`` if given); this thread sleeps until all
-    have returned or one has failed."""
-    world = World(world_size, timeout)
-    results, errors = [None] * world_size, {}
-    left, ended = [world_size], threading.Event()
-
-    def body(rank):
-        if core is not None:
-            os.sched_setaffinity(0, core)  # this thread only
-        comm = ThreadComm(world, rank, network.clock(rank) if network else None)
-        try:
-            results[rank] = fn(comm, *args)
-        except BaseException as e:  # noqa: BLE001 - reported to the caller below
-            if not isinstance(e, Aborted):
-                errors[rank] = (e, traceback.format_exc())
-            world.abort.set()
-            with world.lock:
-                world.wake_all()
-            ended.set()
-        finally:
-            with world.lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    ended.set()
-
-    threads = [threading.Thread(target=body, args=(r,), name=f"commlab-rank{r}", daemon=True)
-               for r in range(world_size)]
-    for t in threads:
-        t.start()
-    while not ended.wait(0.5):  # in slices, so that Ctrl-C reaches this thread
-        pass
-    deadline = time.monotonic() + 2.0  # ranks blocked in commlab calls leave within a poll
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    if errors:
-        rank = min(errors, key=lambda r: (isinstance(errors[r][0], CommTimeout), r))
-        exc, tb = errors[rank]
-        raise RankError(rank, f"{type(exc).__name__}: {exc}", tb) from exc
-    return results
 
 
 # ----- processes -------------------------------------------------------------------------

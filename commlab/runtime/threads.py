@@ -17,11 +17,12 @@ from __future__ import annotations
 import os
 import threading
 import time
+import traceback
 
 import torch
 
 from .comm import Comm, Work, check_into, nbytes
-from .errors import Aborted, CommTimeout
+from .errors import Aborted, CommTimeout, RankError
 
 POLL = 0.05  # seconds between checks of the abort flag
 
@@ -244,3 +245,46 @@ class ThreadComm(Comm):
             return [piece if read is None else read(piece) for piece in pieces]
 
         return self.world.exchange(self.rank, (self, piece.detach().reshape(-1)), combine, "a gather of pieces")
+
+
+def run_threads(fn, world_size, network, timeout, args, core=None):
+    """``fn(comm, *args)`` on ``world_size`` rank threads (on the processor cores in ``core`` if
+    given), the results by rank (:func:`commlab.launch` with the threads runtime); this thread
+    sleeps until all have returned or one has failed, which raises :class:`RankError` naming it."""
+    world = World(world_size, timeout)
+    results, errors = [None] * world_size, {}
+    left, ended = [world_size], threading.Event()
+
+    def body(rank):
+        if core is not None:
+            os.sched_setaffinity(0, core)  # this thread only
+        comm = ThreadComm(world, rank, network.clock(rank) if network else None)
+        try:
+            results[rank] = fn(comm, *args)
+        except BaseException as e:  # noqa: BLE001 - reported to the caller below
+            if not isinstance(e, Aborted):
+                errors[rank] = (e, traceback.format_exc())
+            world.abort.set()
+            with world.lock:
+                world.wake_all()
+            ended.set()
+        finally:
+            with world.lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    ended.set()
+
+    threads = [threading.Thread(target=body, args=(r,), name=f"commlab-rank{r}", daemon=True)
+               for r in range(world_size)]
+    for t in threads:
+        t.start()
+    while not ended.wait(0.5):  # in slices, so that Ctrl-C reaches this thread
+        pass
+    deadline = time.monotonic() + 2.0  # ranks blocked in commlab calls leave within a poll
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if errors:
+        rank = min(errors, key=lambda r: (isinstance(errors[r][0], CommTimeout), r))
+        exc, tb = errors[rank]
+        raise RankError(rank, f"{type(exc).__name__}: {exc}", tb) from exc
+    return results
