@@ -139,22 +139,23 @@ def time_grid(entries: dict, alphas, betas, workers: int = WORKERS, degree: int 
 
 
 def grid_figure(grid: dict, alphas, betas, axes=None):
-    """One panel per method: its time to the target over the best method's at each (alpha,
-    beta), log colour (1 = the fastest there); never reaching it is grey."""
+    """One panel per method, two to a row: its time to the target over the best method's at each
+    (alpha, beta), log colour (1 = the fastest there); never reaching it is grey."""
     labels = list(grid)
     if axes is None:
-        fig, axes = plt.subplots(1, len(labels), figsize=(3.1 * len(labels), 3.2), sharey=True)
+        rows = -(-len(labels) // 2)
+        axes = list(plt.subplots(rows, 2, figsize=(6.8, 0.6 + 2.3 * rows), sharex=True, sharey=True)[1].flat)
+        while len(axes) > len(labels):  # an odd number of methods: drop the last panel
+            axes.pop().remove()
     best = np.min(np.stack(list(grid.values())), axis=0)
-    for ax, label in zip(axes, labels):
+    for k, (ax, label) in enumerate(zip(axes, labels)):
         ratio = np.ma.masked_invalid(np.log10(grid[label] / best))
         im = ax.pcolormesh(np.array(alphas) * 1e6, 8e-9 / np.array(betas), ratio, vmin=0, vmax=2,
                            cmap="viridis_r", shading="nearest")
-        ax.set_facecolor("0.8")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("latency alpha (us)")
+        ax.set(facecolor="0.8", xscale="log", yscale="log")
+        ax.set_xlabel("latency alpha (us)" if k >= len(labels) - 2 else "")
+        ax.set_ylabel("bandwidth (Gb/s)" if k % 2 == 0 else "")
         ax.set_title(label, fontsize=9)
-    axes[0].set_ylabel("bandwidth 1/beta (Gb/s)")
     plt.colorbar(im, ax=list(axes), label="log10(time / fastest)", shrink=0.9)
     return axes
 
@@ -177,7 +178,7 @@ def curves(runs: dict, column: str = "consensus", x: str = "step", ax=None, titl
     ax.set_xlabel("simulated seconds" if x == "sim_time" else "step")
     ax.set_ylabel({"consensus": "consensus distance", "test_loss": "test loss (average model)"}.get(column, column))
     ax.set_title(title or "", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -192,7 +193,7 @@ def worker_clocks_figure(runs: dict, ax=None, title=None):
     ax.set_xlabel("worker")
     ax.set_ylabel("simulated seconds at its last step")
     ax.set_title(title or "", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     return ax
 
 
@@ -232,23 +233,23 @@ def gossip_decay(w: np.ndarray, steps: int, d: int = 100, seed: int = 0) -> np.n
 
 
 def decay_figure(ns=(16, 36), names=("ring", "torus", "complete"), steps: int = 60, axes=None):
-    """Exact gossip's consensus error against steps, one panel per n, one line per topology,
-    with the bound lambda^(2t) dashed (lambda = 1 - the spectral gap)."""
+    """Exact gossip's consensus error against steps, one panel per n (stacked), one line per
+    topology, with the bound lambda^(2t) dashed (lambda = 1 - delta, delta the spectral gap)."""
     if axes is None:
-        axes = plt.subplots(1, len(ns), figsize=(5.5 * len(ns), 3.4), sharey=True, squeeze=False)[1][0]
+        axes = plt.subplots(len(ns), 1, figsize=(6.8, 2.8 * len(ns)), sharex=True, squeeze=False)[1][:, 0]
     for ax, n in zip(axes, ns):
         for k, name in enumerate(names):
             w = mixing(topology_pkg.get(name, n))
             err = np.maximum(gossip_decay(w, steps), 1e-16)
-            line, = ax.plot(err / err[0], color=f"C{k}", label=f"{name}, gap {gap(w):.3g}")
+            line, = ax.plot(err / err[0], color=f"C{k}", label=f"{name}, $\\delta$ = {gap(w):.3g}")
             ax.plot((1 - gap(w)) ** (2 * np.arange(steps + 1)), color=line.get_color(), ls="--", lw=0.8)
         ax.set_yscale("log")
         ax.set_ylim(1e-8, 2)
-        ax.set_xlabel("gossip steps")
-        ax.set_title(f"n = {n}: exact gossip X <- W X (dashed: the bound lambda^2t)", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.set_title(f"n = {n}: exact gossip $X \\leftarrow WX$ (dashed: the bound $\\lambda^{{2t}}$)", fontsize=9)
+        ax.legend(fontsize=8)
         ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("consensus error / initial")
+        ax.set_ylabel("consensus error / initial")
+    axes[-1].set_xlabel("gossip steps")
     return axes
 
 
@@ -259,15 +260,15 @@ TOPOLOGIES = ("ring", "torus", "hypercube", "exponential", "complete", "star")
 def explorer_figure(topology="ring", workers=WORKERS, compressor="top 1%", gamma=None, steps=STEPS, axes=None):
     """CHOCO-SGD with ``compressor`` (a COMPRESSORS label) and ``gamma`` (default: tuned) against
     exact D-PSGD on the same graph: the consensus distance per step, and the test loss of the
-    average model."""
+    average model (stacked)."""
     if axes is None:
-        axes = plt.subplots(1, 2, figsize=(12, 3.6))[1]
+        axes = plt.subplots(2, 1, figsize=(6.8, 6.4))[1]
     spec = COMPRESSORS[compressor]
     gamma = tuned_gamma(spec, topology, workers) if gamma is None else gamma
     top = topology_pkg.get(topology, workers)
     runs = {"D-PSGD (exact)": run("dpsgd", None, topology, workers, steps),
             f"CHOCO, {compressor}, gamma {gamma:g}": choco(spec, topology, workers, gamma, steps=steps)}
-    what = f"{top.name}, {workers} workers, spectral gap {top.spectral_gap():.3f}"
+    what = f"{top.name}, {workers} workers, spectral gap $\\delta$ = {top.spectral_gap():.3f}"
     curves(runs, "consensus", ax=axes[0], title=f"Consensus distance: {what}")
     curves(runs, "test_loss", ax=axes[1], title="Test loss of the average model", logy=False)
     return axes
