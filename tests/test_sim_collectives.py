@@ -3,6 +3,7 @@ import pytest
 
 from commlab.net.link import LinkModel
 from commlab.sim import Cluster, comm_time
+from commlab.arch import ring
 from commlab.sim import collectives as col
 
 INTRA = LinkModel(7e-6, 1 / 7e9, "intra")
@@ -62,9 +63,34 @@ def test_comm_time_and_bad_values():
     c = Cluster(2, 2)
     assert comm_time(c)(1e6) == col.allreduce(1e6, c)
     assert comm_time(c, "ps", 3)(1e6) == col.ps(1e6, c, 3)
-    with pytest.raises(ValueError, match="unknown arch 'gossip'; valid: allreduce, ps"):
+    with pytest.raises(ValueError, match="unknown arch 'gossip'; valid: allreduce, ps, byteps"):
         comm_time(c, "gossip")
     with pytest.raises(ValueError, match="servers=2 applies to arch='ps' only"):
         comm_time(c, "allreduce", 2)
     with pytest.raises(ValueError, match="needs servers to be an integer >= 1.*got 0"):
         comm_time(c, "ps", 0)
+
+
+def test_nccl_takes_the_faster_of_ring_and_tree():
+    c = Cluster(8, 4, intra=INTRA, inter=INTER, allreduce="nccl")
+    ring_c = Cluster(8, 4, intra=INTRA, inter=INTER)
+    depth = 3 * INTRA.alpha + 3 * INTER.alpha  # a chain of 4 GPUs, a tree of depth log2(8) = 3
+    for n in (1e3, 1e5, 1e7, 1e9):
+        tree = 2 * depth + 2 * n * max(INTRA.beta, INTER.beta)
+        assert col.tree(n, c) == pytest.approx(tree, rel=1e-12)
+        assert col.allreduce(n, c) == pytest.approx(min(tree, col.allreduce(n, ring_c)), rel=1e-12)
+    assert col.allreduce(1e3, c) < col.allreduce(1e3, ring_c)  # small: the tree's log-depth latency
+    assert col.allreduce(1e9, c) == col.allreduce(1e9, ring_c)  # large: the ring's bandwidth
+    one_node = Cluster(1, 4, intra=INTRA, allreduce="nccl")
+    assert col.allreduce(1e3, one_node) == col.allreduce(1e3, Cluster(1, 4, intra=INTRA))
+
+
+def test_byteps_pipelines_its_partitions():
+    c = Cluster(4, 4, intra=INTRA, inter=INTER)
+    node = ring.cost(1e8, 4, INTRA) - 6 * INTRA.alpha
+    wire = 4 * 1e8 / 4 * INTER.beta  # the busiest NIC: max(N, S) n / S bytes each way
+    assert col.byteps(1e8, c) == pytest.approx(max(node, wire) + 2 * INTER.alpha, rel=1e-12)
+    assert col.byteps(1e8, c, 2) == pytest.approx(max(node, 4 * 1e8 / 2 * INTER.beta) + 2 * INTER.alpha)
+    assert col.byteps(1e8, c) < col.ps(1e8, c)  # push and pull overlap on full-duplex NICs
+    assert col.byteps(1e8, Cluster(1, 4, intra=INTRA)) == col.ps(1e8, Cluster(1, 4, intra=INTRA))
+    assert comm_time(c, "byteps")(1e6) == col.byteps(1e6, c)

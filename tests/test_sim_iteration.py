@@ -48,7 +48,7 @@ def test_wfbp_on_a_flat_ring_is_the_recurrence(n, link):
 def test_wfbp_recurrence_on_resnet50(profiles):
     p = profiles["resnet50"]
     for n, link in [(8, ETH), (128, IB)]:
-        it = sim.iteration(p, Cluster.flat(n, link), method="wfbp_a2a")
+        it = sim.iteration(p, Cluster.flat(n, link), method="wfbp_a2a", framework="ideal")
         assert it.time == pytest.approx(wfbp_oracle(p.forward_s, p.backward_s, p.grad_bytes, n, link), rel=1e-12)
 
 
@@ -87,25 +87,42 @@ def test_every_byte_travels_in_exactly_one_message(profiles, method):
 def test_what_runs_is_what_is_simulated(profiles):
     p, c = profiles["resnet50"], Cluster(8, 4)
     it = sim.iteration(p, c, method="mg_wfbp")
-    assert it.plan == schedule.get("mg_wfbp").plan(p, sim.comm_time(c))
-    assert it.arch == "allreduce"
+    horovod = sim.FRAMEWORKS["horovod"]
+    assert it.plan == schedule.get("mg_wfbp").plan(p, lambda n: sim.comm_time(c)(n) + horovod.cost(n))
+    assert it.arch == "allreduce" and sim.iteration(p, c, method="bsp_ps").arch == "byteps"
     assert sim.iteration(p, c, method="bytescheduler_ps").plan == schedule.get("bytescheduler").plan(p)
 
 
-@pytest.mark.parametrize("method", ["wfbp_a2a", "mg_wfbp", "bytescheduler_a2a", "bsp_ps"])
-def test_message_level_agrees_on_a_flat_ring(profiles, method):
+@pytest.mark.parametrize("arch,spec", [("allreduce", "wfbp"), ("allreduce", "mg_wfbp"),
+                                       ("allreduce", "bytescheduler"), ("ps", None)])
+def test_message_level_agrees_on_a_flat_ring(profiles, arch, spec):
     p, c = profiles["resnet50"], Cluster.flat(16, IB)
-    closed = sim.iteration(p, c, method=method)
-    message = sim.iteration(p, c, method=method, level="message")
+    closed = sim.iteration(p, c, arch=arch, schedule=spec)
+    message = sim.iteration(p, c, arch=arch, schedule=spec, level="message")
     assert message.time == pytest.approx(closed.time, rel=0.01)
     assert message.p2p > 0 and message.events >= message.p2p and message.level == "message"
 
 
 def test_message_level_on_nodes_of_four(profiles):
     p, c = profiles["bert-large"], Cluster(4, 4, inter="10GbE-mgwfbp")
-    for method in ("mg_wfbp", "wfbp_ps"):
-        closed = sim.iteration(p, c, method=method)
-        assert sim.iteration(p, c, method=method, level="message").time == pytest.approx(closed.time, rel=0.01)
+    for arch, spec in (("allreduce", "mg_wfbp"), ("ps", "wfbp")):
+        closed = sim.iteration(p, c, arch=arch, schedule=spec)
+        message = sim.iteration(p, c, arch=arch, schedule=spec, level="message")
+        assert message.time == pytest.approx(closed.time, rel=0.01)
+
+
+def test_a_framework_adds_its_cost_per_message_and_the_message_level_refuses_it(profiles):
+    p, c = profiles["resnet50"], Cluster(2, 4)
+    ideal = sim.iteration(p, c, method="bsp_a2a", framework="ideal")
+    horovod = sim.iteration(p, c, method="bsp_a2a")  # the method's own framework
+    assert horovod.time == pytest.approx(ideal.time + sim.FRAMEWORKS["horovod"].per_op, rel=1e-12)
+    assert sim.iteration(p, Cluster(1, 1), method="wfbp_a2a").speedup == pytest.approx(1)  # one GPU: no op
+    with pytest.raises(ValueError, match="level='message' times bytes only.*framework='horovod'"):
+        sim.iteration(p, c, method="mg_wfbp", level="message")
+    with pytest.raises(ValueError, match="arch='byteps'"):
+        sim.iteration(p, c, arch="byteps", level="message")
+    with pytest.raises(ValueError, match="unknown framework 'mpi'; valid: ideal, horovod, bytescheduler, byteps"):
+        sim.iteration(p, c, framework="mpi")
 
 
 def test_throughput_and_speedup(profiles):
@@ -142,7 +159,7 @@ def test_timeline_draws_one_period(profiles):
     ({"method": "horovod"}, "unknown method 'horovod'; valid: bsp_ps, bsp_a2a, wfbp_ps"),
     ({"method": "mg_wfbp", "schedule": "wfbp"}, "method='mg_wfbp' sets arch and schedule"),
     ({"method": "mg_wfbp", "arch": "ps"}, "method='mg_wfbp' sets arch and schedule"),
-    ({"arch": "gossip"}, "unknown arch 'gossip'; valid: allreduce, ps"),
+    ({"arch": "gossip"}, "unknown arch 'gossip'; valid: allreduce, ps, byteps"),
     ({"schedule": "fifo"}, "unknown schedule 'fifo'; valid:"),
     ({"level": "packet"}, "unknown level 'packet'; valid: closed, message"),
     ({"servers": 2}, "servers=2 applies to arch='ps' only"),

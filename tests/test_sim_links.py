@@ -4,12 +4,23 @@ import pytest
 from commlab.arch import ring
 from commlab.net.link import LinkModel
 from commlab.sim import LINKS, SOURCES, link
+from commlab.sim.links import SURVEY_NODE_CELL
 
 
-def test_survey_infiniband_passes_through_its_two_points():
-    ib = LINKS["100GbIB-survey"]
-    assert ib.time(16 * 1024) == pytest.approx(7.85e-6, rel=1e-12)
-    assert ib.time(32 * 1024) == pytest.approx(10.1e-6, rel=1e-12)
+@pytest.mark.parametrize("name,large,small", [("10GbE-survey", 8.2, 1.2), ("100GbE-survey", 16.5, 4.6),
+                                              ("100GbIB-survey", 83.2, 16.7)])
+def test_survey_links_pass_through_their_two_measured_rates(name, large, small):
+    l = LINKS[name]
+    assert 8 * 2 ** 20 / l.time(2 ** 20) / 1e9 == pytest.approx(large, rel=1e-12)  # Gb/s of a 1 MB message
+    assert 8 * 2 ** 14 / l.time(2 ** 14) / 1e9 == pytest.approx(small, rel=1e-12)  # and of a 16 KB one
+
+
+def test_the_node_link_gives_back_its_bare_allreduce():
+    c = SURVEY_NODE_CELL
+    t = c["gpus"] * c["batch"] / c["samples_per_s"] - c["batch"] / c["single"]
+    bandwidth_part = ring.cost(c["nbytes"], 4, LINKS["PCIe3-survey"]) - 6 * LINKS["PCIe3-survey"].alpha
+    assert bandwidth_part == pytest.approx(t, rel=1e-12)
+    assert 3e9 < LINKS["PCIe3-survey"].bandwidth < 6e9  # between one shared x16 port and two private ones
 
 
 @pytest.mark.parametrize("name,p,a,b", [

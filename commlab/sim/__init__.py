@@ -13,7 +13,9 @@ Modules, one idea each: :mod:`.links` (links calibrated from the literature),
 :mod:`.devices` (profiles from FLOPs, scaled to a device's single-GPU throughput),
 :mod:`.cluster` (nodes and links, and which collective model and why),
 :mod:`.collectives` (closed forms), :mod:`.events` (the message-level event loop),
-:mod:`.programs` (every point-to-point message of a collective), :mod:`.iteration`;
+:mod:`.programs` (every point-to-point message of a collective), :mod:`.frameworks` (what
+Horovod, ByteScheduler and BytePS add per operation), :mod:`.iteration`, :mod:`.survey` (the
+simulator against the quantitative survey's measured grid);
 :mod:`.fabric` (switch fabrics as graphs: fat-tree with oversubscription, BCube, 2-D torus; ECMP
 routes) and :mod:`.flows` (flow-level simulation: max-min fair sharing of links, re-solved at
 every flow's start and end), :mod:`.gpu_fabric` (GPU clusters: NVSwitch or PCIe nodes, rails or
@@ -29,8 +31,11 @@ from .collectives import comm_time
 from .devices import BUILTINS, DEVICES, PROFILES, Device, builtin, get_device, profile
 from .fabric import Fabric, bcube, fat_tree, torus_2d
 from .gpu_fabric import FABRICS, build, gpu_cluster
+from .frameworks import FRAMEWORKS, Framework, framework
 from .iteration import LEVELS, METHODS, Iteration, iteration
 from .links import LINKS, SOURCES, link
+from . import survey  # noqa: E402  (after iteration, which it reads)
 
 __all__ = ["Profile", "profile", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
-           "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS"]
+           "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS",
+           "FRAMEWORKS", "Framework", "framework", "survey"]

@@ -27,7 +27,8 @@ rings (and trees) over all GPUs and each NIC carries one ring flow, so the inter
 bottleneck through which every chunk passes; a leader-based hierarchy would send the whole
 vector through one GPU per node. Its price, in the model as on real clusters, is latency:
 2 (P-1) start-ups, which is why MG-WFBP merges more at scale. NCCL's trees (from 2.4) cut the
-latency to O(log P) for small messages; they are not modelled. ``allreduce="hierarchical"``
+latency to O(log P) for small messages: ``allreduce="nccl"`` takes, per message, the faster of
+the ring and that tree (:func:`commlab.sim.collectives.tree`). ``allreduce="hierarchical"``
 gives the leader-based alternative of :mod:`commlab.arch.hierarchical` (reduce to each node's
 first GPU, ring across the leaders, broadcast back; Horovod's ``HOROVOD_HIERARCHICAL_ALLREDUCE``
 is a variant of it).
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from ..net.link import LinkModel
 from .links import link
 
-ALLREDUCE = ("ring", "hierarchical")
+ALLREDUCE = ("ring", "hierarchical", "nccl")
 
 
 def _count(name: str, v) -> int:
@@ -59,7 +60,8 @@ def _count(name: str, v) -> int:
 @dataclass(frozen=True)
 class Cluster:
     """``nodes`` nodes of ``gpus_per_node`` GPUs; ``intra``/``inter`` links (names or LinkModels);
-    ``allreduce``: "ring" (NCCL's ring through all GPUs) or "hierarchical" (leaders)."""
+    ``allreduce``: "ring" (NCCL's ring through all GPUs), "hierarchical" (leaders) or "nccl" (the
+    faster of the ring and NCCL's double binary tree, per message size)."""
 
     nodes: int
     gpus_per_node: int = 1

@@ -7,19 +7,41 @@ sit beside the algorithms (T(m) = alpha + m beta of the link named, P GPUs, g pe
   = the larger :func:`commlab.arch.ring.cost` over the kinds of hop present;
 * all-reduce, hierarchical:           :func:`commlab.arch.hierarchical.cost`,
   ``2 (g-1) T_intra(n) + 2 (N-1) T_inter(n/N)``;
+* all-reduce, NCCL (``allreduce="nccl"``): on two or more nodes the faster of the ring and a
+  double binary tree, as NCCL's tuner chooses from 2.4 on (Sanders, Speck, Traeff, Parallel
+  Computing 2009; NCCL 2.4 release notes): a chain through each node's g GPUs under a binary tree
+  of the N nodes, reduce up and broadcast down, pipelined, ``2 [(g-1) alpha_intra + ceil(log2 N)
+  alpha_inter] + 2 n max(beta)``: latency O(log N) instead of the ring's 2 (P-1) alpha, so small
+  messages take the tree and large ones the ring;
 * parameter server (BytePS):          ``2 (g-1) T_intra(n/g)`` (reduce-scatter and all-gather
   inside a node, :func:`commlab.arch.ring.cost` over g GPUs) ``+`` :func:`commlab.arch.ps_layout.ps_sharded`
-  ``(n, N, S)`` for the push and pull of N >= 2 worker nodes with S servers, ``2 max(N, S) T_inter(n/S)``.
+  ``(n, N, S)`` for the push and pull of N >= 2 worker nodes with S servers, ``2 max(N, S) T_inter(n/S)``;
+* BytePS as deployed (``arch="byteps"``, Jiang et al., OSDI 2020; the survey's launch script puts
+  S = N servers on machines of their own): every tensor cut into 4 MB partitions that flow through
+  a pipeline (reduce inside the node, push, sum, pull, broadcast inside the node), on full-duplex
+  NICs, so the push of one partition overlaps the pull of the one before and the node's own
+  stages. The slowest stage sets the time:
+  ``max(2 (g-1) T_intra(n/g) - 2 (g-1) alpha_intra, max(N, S) (n/S) beta_inter) + 2 alpha_inter``
+  (one latency each way; the busiest NIC, a worker's or a server's, carries max(N, S) n/S bytes
+  each way). On one node there is no server: the intra-node all-reduce alone.
 
 :func:`comm_time` returns the ``comm_time(nbytes)`` a schedule's policy and the dispatcher read
 (:mod:`commlab.schedule`).
 """
 from __future__ import annotations
 
+import math
+
 from ..arch import hierarchical, ring
 from ..arch.ps_layout import check_count, ps_sharded
 
-ARCHS = ("allreduce", "ps")
+ARCHS = ("allreduce", "ps", "byteps")
+
+
+def tree(n: float, cluster) -> float:
+    """Seconds of NCCL's double-binary-tree all-reduce of n bytes (two or more nodes)."""
+    depth = (cluster.gpus_per_node - 1) * cluster.intra.alpha + math.ceil(math.log2(cluster.nodes)) * cluster.inter.alpha
+    return 2 * depth + 2 * n * max(l.beta for l in cluster.links())
 
 
 def allreduce(n: float, cluster) -> float:
@@ -29,7 +51,10 @@ def allreduce(n: float, cluster) -> float:
         return 0.0
     if cluster.allreduce == "hierarchical":
         return hierarchical.cost(n, p, cluster.inter, cluster.gpus_per_node, cluster.intra)
-    return max(ring.cost(n, p, l) for l in cluster.links())
+    t = max(ring.cost(n, p, l) for l in cluster.links())
+    if cluster.allreduce == "nccl" and cluster.nodes > 1:
+        return min(t, tree(n, cluster))
+    return t
 
 
 def servers_for(cluster, servers) -> int:
@@ -50,13 +75,24 @@ def ps(n: float, cluster, servers: int | None = None) -> float:
     return local + ps_sharded(n, cluster.nodes, s, cluster.inter)
 
 
+def byteps(n: float, cluster, servers: int | None = None) -> float:
+    """Seconds of one BytePS push and pull of n bytes, partitions pipelined (see above)."""
+    s = servers_for(cluster, servers)
+    g, intra = cluster.gpus_per_node, cluster.intra
+    local = ring.cost(n, g, intra) if g > 1 else 0.0
+    if cluster.nodes == 1:
+        return local
+    node = local - 2 * (g - 1) * intra.alpha if g > 1 else 0.0
+    return max(node, max(cluster.nodes, s) * n / s * cluster.inter.beta) + 2 * cluster.inter.alpha
+
+
 def comm_time(cluster, arch: str = "allreduce", servers: int | None = None):
     """``comm_time(nbytes) -> seconds`` of one message of ``arch`` on ``cluster``."""
     if arch == "allreduce":
         if servers is not None:
             raise ValueError(f"servers={servers!r} applies to arch='ps' only; an all-reduce has no servers")
         return lambda n: allreduce(n, cluster)
-    if arch == "ps":
-        s = servers_for(cluster, servers)
-        return lambda n: ps(n, cluster, s)
+    if arch in ("ps", "byteps"):
+        s, cost = servers_for(cluster, servers), ps if arch == "ps" else byteps
+        return lambda n: cost(n, cluster, s)
     raise ValueError(f"unknown arch {arch!r}; valid: {', '.join(ARCHS)}")

@@ -22,10 +22,14 @@ Two levels of detail:
   averages away (a busy server, a NIC shared by a ring's hops).
 
 ``method=`` names the seven configurations of the quantitative survey (Shi et al., IEEE Network
-2021): BSP (no overlap: every gradient in one message after backward), WFBP (one message per
-layer as it is ready), MG-WFBP, ByteScheduler (4 MB partitions by priority under a 16 MB
-credit), each on all-to-all (a2a: all-reduce) or a BytePS parameter server with one server per
-worker node (ps).
+2021) as it ran them: BSP (no overlap: every gradient in one message after backward), WFBP (one
+message per layer as it is ready), MG-WFBP, ByteScheduler (4 MB partitions by priority under a
+16 MB credit), each on all-to-all (a2a: all-reduce through Horovod) or BytePS (ps: its pipelined
+parameter server, ``arch="byteps"``, one server machine per worker node), each with its
+framework's cost per operation (:mod:`commlab.sim.frameworks`).
+
+``framework=`` adds a framework's cost to every message (closed level only: the message level
+times the bytes of every point-to-point message and nothing else).
 """
 from __future__ import annotations
 
@@ -40,11 +44,14 @@ from ..schedule.profile import Profile
 from . import collectives, programs
 from .cluster import Cluster
 from .devices import builtin
+from .frameworks import framework
 
-METHODS = {
-    "bsp_ps": ("ps", None), "bsp_a2a": ("allreduce", None),
-    "wfbp_ps": ("ps", "wfbp"), "wfbp_a2a": ("allreduce", "wfbp"), "mg_wfbp": ("allreduce", "mg_wfbp"),
-    "bytescheduler_ps": ("ps", "bytescheduler"), "bytescheduler_a2a": ("allreduce", "bytescheduler"),
+METHODS = {  # method: (arch, schedule, framework)
+    "bsp_ps": ("byteps", None, "byteps"), "bsp_a2a": ("allreduce", None, "horovod"),
+    "wfbp_ps": ("byteps", "wfbp", "byteps"), "wfbp_a2a": ("allreduce", "wfbp", "horovod"),
+    "mg_wfbp": ("allreduce", "mg_wfbp", "horovod"),
+    "bytescheduler_ps": ("byteps", "bytescheduler", "byteps"),
+    "bytescheduler_a2a": ("allreduce", "bytescheduler", "bytescheduler"),
 }
 LEVELS = ("closed", "message")
 
@@ -96,7 +103,7 @@ class Iteration:
         for l in reversed(range(prof.layers)):
             rows.append(("compute", "backward", prof.names[l], (l,), 0, ready[l] - prof.backward_s[l],
                          ready[l] - prof.backward_s[l], ready[l]))
-        kind = "push-pull" if self.arch == "ps" else "allreduce"
+        kind = "push-pull" if self.arch in ("ps", "byteps") else "allreduce"
         for m in self.messages:
             rows.append(("comm", kind, f"{len(m.layers)} layer(s)", m.layers, m.nbytes, m.ready, m.start, m.end))
         arrive = arrivals(self.messages, prof.layers)
@@ -112,25 +119,27 @@ class Iteration:
                 f"{self.throughput:.5g} samples/s, speedup {self.speedup:.3g}, {len(self.messages)} messages)")
 
 
-def _choose(method, arch, schedule):
+def _choose(method, arch, schedule, fw):
     if method is None:
-        return arch or "allreduce", schedule
+        return arch or "allreduce", schedule, framework(fw or "ideal")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
     if arch is not None or schedule is not None:
         raise ValueError(f"method={method!r} sets arch and schedule; give method= alone, or arch= and schedule=")
-    return METHODS[method]
+    arch, spec, default = METHODS[method]
+    return arch, spec, framework(fw or default)
 
 
 def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None, servers: int | None = None,
-              method: str | None = None, level: str = "closed") -> Iteration:
+              method: str | None = None, level: str = "closed", framework=None) -> Iteration:
     """Simulate one steady-state iteration.
 
     profile: a :class:`Profile` or a built-in name ("resnet50", "bert-base", "bert-large");
-    cluster: a :class:`Cluster`; arch: "allreduce" (default) or "ps"; schedule: a spec ("wfbp",
+    cluster: a :class:`Cluster`; arch: "allreduce" (default), "ps" or "byteps"; schedule: a spec ("wfbp",
     "mg_wfbp", "fusion(mb=25)", "bytescheduler", "p3"), a Schedule, or None (one message after
     backward); servers: server machines for "ps" (default: one per worker node); method: one of
-    :data:`METHODS` instead of arch and schedule; level: "closed" or "message"."""
+    :data:`METHODS` instead of arch and schedule; level: "closed" or "message"; framework: a name
+    of :data:`commlab.sim.frameworks.FRAMEWORKS` (default: the method's, else "ideal")."""
     began = _time.perf_counter()
     if isinstance(profile, str):
         profile = builtin(profile)
@@ -140,14 +149,20 @@ def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None,
         raise ValueError(f"cluster must be a sim.Cluster(nodes, gpus_per_node, ...), got {cluster!r}")
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; valid: {', '.join(LEVELS)}")
-    arch, spec = _choose(method, arch, schedule)
-    comm_time = collectives.comm_time(cluster, arch, servers)
+    arch, spec, fw = _choose(method, arch, schedule, framework)
+    bytes_time = collectives.comm_time(cluster, arch, servers)
+    free = fw.per_op == 0 or cluster.gpus == 1  # one GPU runs no collective
+    comm_time = bytes_time if free else (lambda n: bytes_time(n) + fw.cost(n))
     policy = _schedule.get(spec)
     plan = baseline(profile) if policy is None else policy.plan(profile, comm_time)
     if level == "closed":
         t, messages = _steady(plan, profile, comm_time)
         return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
                          _time.perf_counter() - began)
+    if fw.per_op or arch == "byteps":
+        raise ValueError(f"level='message' times bytes only: it has no framework costs and no pipelined BytePS "
+                         f"(got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
+                         "arch='allreduce'/'ps' with framework='ideal'")
     listed = dispatch(plan, profile, comm_time)
     servers = collectives.servers_for(cluster, servers) if arch == "ps" else 0
     times, p2p, events = programs.simulate(cluster, [m.nbytes for m in listed], [m.ready for m in listed],

@@ -6,16 +6,34 @@ Each link is an alpha-beta (Hockney) model, one message of n bytes in ``alpha + 
 training throughput or speedup, so comparing the simulator with those results is a test, not a
 fit.
 
-* ``100GbIB-survey``: 100 Gb/s InfiniBand (RDMA) of the testbed in Shi, Tang, Chu, Liu, Wang, Li,
-  "A Quantitative Survey of Communication Optimizations in Distributed Deep Learning", IEEE
-  Network 35(3), 2021. The survey's point-to-point latencies: a 16 KiB message in 7.85 us and a
-  32 KiB one in 10.1 us (figures as relayed in our brief; the authors' benchmark repository,
-  HKBU-HPML/ddl-benchmarks, runs the OSU ``osu_latency`` benchmark for them; we could not read
-  the article's text ourselves). Two points give the line::
+* ``10GbE-survey``, ``100GbE-survey``, ``100GbIB-survey``: the three networks of the testbed of
+  Shi, Tang, Chu, Liu, Wang, Li, "A Quantitative Survey of Communication Optimizations in
+  Distributed Deep Learning", IEEE Network 35(3), 2021 (its section 2: 10GbE and 100GbE with
+  TCP/IP, 100 Gb/s InfiniBand with RDMA). The survey reports, per network, the throughput that a
+  1 MB and a 16 KB point-to-point message reach: 8.2 and 1.2 Gb/s, 16.5 and 4.6 Gb/s, 83.2 and
+  16.7 Gb/s. Two points solve one alpha-beta line each (sizes 2^20 and 2^14 bytes)::
 
-      beta  = (10.1 - 7.85) us / 16384 B = 1.373e-10 s/B   (7.28 GB/s, 58 Gb/s)
-      alpha = 7.85 us - 16384 B * beta   = 5.60 us
+      T(n) = n * 8 / rate(n);   beta = (T(1 MB) - T(16 KB)) / (2^20 - 2^14);   alpha = T(16 KB) - 2^14 beta
 
+      10GbE:    alpha = 94.7 us, 1.13 GB/s     (the 16 KB point alone: 109 us)
+      100GbE:   alpha = 20.9 us, 2.15 GB/s     (TCP over 100GbE: a single stream's copies, not the wire)
+      100Gb IB: alpha = 6.37 us, 11.1 GB/s     (its 16 KB message takes 7.85 us)
+
+* ``PCIe3-survey``: one node of the same testbed, four RTX 2080 Ti on PCIe 3.0 x16 without
+  peer-to-peer access (GeForce cards), so each GPU-to-GPU copy of a ring is staged through host
+  memory and the four concurrent hops share the CPUs' root complexes. From first principles the
+  per-hop rate lies between 3 GB/s (four staged flows through one x16 root port of about 12
+  GB/s) and 6 GB/s (a store-and-forward copy over two private x16 links). The survey gives no
+  microbenchmark inside a node, so its bandwidth is measured from **one cell of its grid**, the
+  only one that is a bare all-reduce of a known size with nothing to overlap: BERT-Large, BSP
+  over all-reduce, 4 GPUs on 100Gb IB, 53.08 samples/s against 49 on one GPU. Horovod all-reduces
+  all 1,344,904,432 bytes after backward, so::
+
+      T = 4 x 8 / 53.08 - 8 / 49 = 0.4396 s;   bus bandwidth = 2 (4-1)/4 n / T = 4.59 GB/s
+
+  and the latency is twice PCIe's 5 us (two staged copies). That cell (and its copies on the
+  other two networks) calibrates; :mod:`commlab.sim.survey` leaves it out when it judges the
+  simulator.
 * ``10GbE-mgwfbp`` and ``56GbIB-mgwfbp``: Shi, Chu, Li, "MG-WFBP: Merging Gradients Wisely for
   Efficient Communication in Distributed Deep Learning", IEEE TPDS 32(8), 2021 (INFOCOM 2019
   version: "MG-WFBP: Efficient Data Communication for Distributed Synchronous SGD Algorithms").
@@ -52,10 +70,24 @@ from ..net.link import LinkModel, get_link
 from .protocols import PROTOCOLS
 
 
-def _survey_ib() -> LinkModel:
-    small, large = (16384, 7.85e-6), (32768, 10.1e-6)
-    beta = (large[1] - small[1]) / (large[0] - small[0])
-    return LinkModel(small[1] - small[0] * beta, beta, "100GbIB-survey")
+def two_point(gbits_large: float, gbits_small: float, name: str, large: int = 1 << 20, small: int = 1 << 14) -> LinkModel:
+    """The alpha-beta line through two measured rates (Gb/s) of a ``large`` and a ``small`` message."""
+    t_large, t_small = large * 8 / (gbits_large * 1e9), small * 8 / (gbits_small * 1e9)
+    beta = (t_large - t_small) / (large - small)
+    return LinkModel(t_small - small * beta, beta, name)
+
+
+# the survey's one bare all-reduce inside a node: BERT-Large (1,344,904,432 bytes of gradients),
+# BSP over all-reduce on 4 GPUs at 53.08 samples/s, batch 8, against 49 samples/s on one GPU
+SURVEY_NODE_CELL = dict(model="bert-large", method="bsp_a2a", gpus=4, network="100GbIB", samples_per_s=53.08,
+                        single=49.0, batch=8, nbytes=1344904432)
+
+
+def _survey_node() -> LinkModel:
+    c = SURVEY_NODE_CELL
+    t = c["gpus"] * c["batch"] / c["samples_per_s"] - c["batch"] / c["single"]
+    bus = 2 * (c["gpus"] - 1) / c["gpus"] * c["nbytes"] / t
+    return LinkModel(2 * 5e-6, 1 / bus, "PCIe3-survey")
 
 
 def _ring_fit(a: float, b: float, p: int, name: str) -> LinkModel:
@@ -64,7 +96,10 @@ def _ring_fit(a: float, b: float, p: int, name: str) -> LinkModel:
 
 
 LINKS: dict[str, LinkModel] = {
-    "100GbIB-survey": _survey_ib(),
+    "10GbE-survey": two_point(8.2, 1.2, "10GbE-survey"),
+    "100GbE-survey": two_point(16.5, 4.6, "100GbE-survey"),
+    "100GbIB-survey": two_point(83.2, 16.7, "100GbIB-survey"),
+    "PCIe3-survey": _survey_node(),
     "10GbE-mgwfbp": _ring_fit(0.0009080981007148093, 7.395651186836712e-10, 16, "10GbE-mgwfbp"),
     "56GbIB-mgwfbp": _ring_fit(0.00023583677659915685, 4.0594787739537565e-10, 16, "56GbIB-mgwfbp"),
     "PCIe3-mgwfbp": _ring_fit(4.204298980348825e-05, 2.0589360830118177e-10, 4, "PCIe3-mgwfbp"),
@@ -74,7 +109,11 @@ LINKS: dict[str, LinkModel] = {
 }
 
 SOURCES: dict[str, str] = {
-    "100GbIB-survey": "Shi et al., IEEE Network 2021: 16 KiB in 7.85 us, 32 KiB in 10.1 us",
+    "10GbE-survey": "Shi et al., IEEE Network 2021, section 2: 1 MB at 8.2 Gb/s, 16 KB at 1.2 Gb/s (TCP/IP)",
+    "100GbE-survey": "Shi et al., IEEE Network 2021, section 2: 1 MB at 16.5 Gb/s, 16 KB at 4.6 Gb/s (TCP/IP)",
+    "100GbIB-survey": "Shi et al., IEEE Network 2021, section 2: 1 MB at 83.2 Gb/s, 16 KB at 16.7 Gb/s (RDMA)",
+    "PCIe3-survey": "Shi et al.'s grid (HKBU-HPML/ddl-benchmarks, 2020-05-29): BERT-Large BSP-A2A on 4 GPUs, "
+                    "53.08 samples/s: one all-reduce of 1.34 GB in 0.44 s; latency 2 x 5 us (staged copies)",
     "10GbE-mgwfbp": "Shi, Chu, Li, TPDS 2021 (MG-WFBP code): all-reduce fit a + bM at P = 16",
     "56GbIB-mgwfbp": "Shi, Chu, Li, TPDS 2021 (MG-WFBP code): all-reduce fit a + bM at P = 16",
     "PCIe3-mgwfbp": "Shi, Chu, Li, TPDS 2021 (MG-WFBP code): all-reduce fit a + bM at P = 4, one node",

@@ -1,0 +1,68 @@
+"""What a framework adds to every message: the cost of launching one collective, beyond its bytes.
+
+A link's alpha-beta line times the wire; the frameworks that run the survey's methods add their
+own cost per operation: Horovod negotiates each tensor among all ranks in its background loop
+and launches an NCCL kernel for it; BytePS runs each 4 MB partition through its own queues, copies
+and server round. None of them publishes that cost, so each is measured from **one cell** of the
+quantitative survey's grid (Shi et al., IEEE Network 2021; HKBU-HPML/ddl-benchmarks, results
+2020-05-29), stated here, and judged on every other cell by :mod:`commlab.sim.survey`:
+
+* ``horovod``: 1.08 ms per all-reduce operation. The cell: BERT-Base, WFBP over all-reduce, 4 GPUs
+  of one node (631.8 samples/s, 2.97x one GPU). The survey's WFBP runs Horovod with fusion and
+  its cycle time off (``HOROVOD_FUSION_THRESHOLD=0``, ``HOROVOD_CYCLE_TIME=0``), one operation per
+  tensor, all inside one node, so no network enters: the per-operation cost is the value for
+  which :func:`commlab.sim.iteration` gives that speedup. Every all-reduce method pays it per
+  message: BSP once, WFBP per layer, MG-WFBP per merged group.
+* ``bytescheduler``: ByteScheduler over Horovod hands Horovod each partition as its own operation
+  (Peng et al., SOSP 2019), so it pays Horovod's 1.08 ms per 4 MB partition of a message. No new
+  constant.
+* ``byteps``: 0.565 ms per 4,096,000-byte partition (the survey's ``BYTEPS_PARTITION_BYTES``). The
+  cell: BERT-Base, WFBP over the parameter server, 4 GPUs of one node (652.78 samples/s).
+* ``ideal``: nothing; the default outside the survey's methods.
+
+Cost of a message of n bytes: ``per_op * ceil(n / partition)`` (``per_op`` once when the framework
+does not partition). :data:`CALIBRATION` lists the cells, so that a test can solve them again.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework's seconds per operation, and the partition size it cuts messages into (None:
+    one operation per message)."""
+
+    name: str
+    per_op: float
+    partition: int | None = None
+
+    def cost(self, nbytes: float) -> float:
+        """Seconds this framework adds to a message of ``nbytes``."""
+        if self.partition is None:
+            return self.per_op
+        return self.per_op * max(1, math.ceil(nbytes / self.partition))
+
+
+HOROVOD_OP = 1.08e-3
+FRAMEWORKS: dict[str, Framework] = {
+    "ideal": Framework("ideal", 0.0),
+    "horovod": Framework("horovod", HOROVOD_OP),
+    "bytescheduler": Framework("bytescheduler", HOROVOD_OP, 4_000_000),
+    "byteps": Framework("byteps", 0.565e-3, 4_096_000),
+}
+# framework -> the one cell of the survey's grid its constant comes from
+CALIBRATION = {
+    "horovod": dict(model="bert-base", method="wfbp_a2a", gpus=4, samples_per_s=631.8, single=212.8),
+    "byteps": dict(model="bert-base", method="wfbp_ps", gpus=4, samples_per_s=652.78, single=212.8),
+}
+
+
+def framework(spec) -> Framework:
+    """A Framework from itself or a name of :data:`FRAMEWORKS`."""
+    if isinstance(spec, Framework):
+        return spec
+    if spec not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {spec!r}; valid: {', '.join(FRAMEWORKS)} (or a Framework)")
+    return FRAMEWORKS[spec]
