@@ -211,10 +211,16 @@ def _advise(p, a) -> int:
     import pandas as pd
 
     with pd.option_context("display.width", 200, "display.max_colwidth", 200):
-        cols = ["sync", "arch", "compress", "schedule", "layout", "iteration_s", "penalty", "time_s"]
+        # the Trainer's own specs: a row runs as Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)
+        cols = ["sync", "arch", "compress", "schedule", "workers", *(["parallel"] if "parallel" in table else []),
+                "iteration_s", "penalty", "time_s"]
         print(f"{a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations\n")
         print(table[cols].head(a.top).round(4).to_string())
-        print("\nwhy the first is first: " + table["reasoning"].iloc[0])
+        first = table.iloc[0]
+        print("\nwhy the first is first: " + first["reasoning"])
+        runs = set(table["runs"].head(a.top))
+        print("each row runs as printed: commlab.Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)"
+              if runs == {"as printed"} else f"these rows are simulated: {'; '.join(sorted(runs))}")
         for what, why in table.attrs["left_out"].items():
             print(f"not ranked: {what} ({why})")
     return 0

@@ -16,10 +16,21 @@ def _close_figures():
     plt.close("all")
 
 
-def test_rates_table_covers_every_measured_option():
+def test_rates_table_covers_every_measured_option_on_both_problems():
     t = ch12.rates_table()
     assert list(t.index) == list(penalties.OPTIONS)
-    assert t.loc["bsp", "penalty (measured)"] == 1
+    for problem in penalties.PROBLEMS:
+        assert t.loc["bsp", f"{problem} penalty"] == 1 and t.loc["bsp", f"{problem} lr"] in penalties.LRS
+    assert (t["ranked by"].dropna() >= 1).all()
+    low, high = ch12.penalty_range()
+    assert low == t[[f"{p} penalty" for p in penalties.PROBLEMS]].drop(index="bsp").min().min()
+    assert high == t[[f"{p} penalty" for p in penalties.PROBLEMS]].drop(index="bsp").max().max()
+
+
+def test_notation_is_the_books():
+    text = " ".join(" ".join(r) for r in ch12.RATES.values())
+    assert "rho" not in text  # rho is a sparsifier's density only; the spectral gap is delta
+    assert "delta" in ch12.RATES["dpsgd"][0] and "omega" in ch12.RATES["topk(0.01)+ef"][0]
 
 
 def test_taxonomy_combined_is_never_worse_and_the_figure_draws():
@@ -30,6 +41,7 @@ def test_taxonomy_combined_is_never_worse_and_the_figure_draws():
         assert hours[(net, "BSP, ring")] >= hours[net].max() - 1e-12
     ax = ch12.taxonomy_figure(t)
     assert len(ax.patches) == len(ch12.NETWORKS) * len(ch12.DIMENSIONS)
+    assert ax.figure.get_size_inches()[0] <= 6.9  # a 688-pixel web column at 100 dpi
 
 
 def test_mlp_profile_matches_the_trainers_compute():

@@ -5,6 +5,18 @@ the target::
 
     time = iteration seconds (simulated, commlab.sim) x target rounds x convergence penalty
 
+**Every row runs as printed.** Its ``sync``, ``arch``, ``compress`` and ``schedule`` are the
+Trainer's own specs, and ``Trainer(workers=row.workers, sync=..., arch=..., compress=...,
+schedule=...)`` accepts them (asked of the Trainer itself, :mod:`.runnable`). The all-reduce is
+``arch="ring"`` (NCCL's ring through every GPU, the simulator's default) or
+``"hierarchical(group_size=g)"`` on a cluster built with ``allreduce="hierarchical"``; the
+parameter server is ``"ps(shards=S)"`` with one server per node, as the simulator places them;
+gossip is ``"gossip(topology='ring')"``. A configuration the Trainer refuses (a schedule over a
+compressed parameter server, local SGD over a server, TernGrad's own protocol over a server) is not
+ranked: ``attrs["left_out"]`` gives the Trainer's message. Rows of the large models of
+:mod:`commlab.parallel.configs` cannot train here: their column ``runs`` says so, per row (a
+simulated what-if); every other row's says ``as printed``.
+
 * **Iteration seconds** come from :func:`commlab.sim.iteration` on the cluster: compute, the
   messages of the architecture and schedule, and how much of the communication backward hides.
   Compression scales every layer's bytes by the compressor's measured wire ratio r (a 1M-value
@@ -13,19 +25,19 @@ the target::
   against the ring all-reduce's 2 (p-1)/p n), and by (1 + r)/2 on a parameter server (compressed
   pushes, full pulls); without a schedule the Trainer compresses layer by layer after backward, so
   such a row pays one message per layer, and with WFBP the same messages overlap backward; the
-  encoding time is not counted. Local SGD with period H pays the
-  all-reduce once every H rounds; D-PSGD sends the model to both neighbours of a ring every round,
-  after backward.
-* **Penalties** are the measured table of :mod:`commlab.advisor.penalties` (1 for lossless
-  options). An option that missed the target when measured is left out, and the reason is
-  given under :attr:`DataFrame.attrs` ``["left_out"]``.
+  encoding time is not counted. Local SGD with period H (read from the spec by the synchronizer's
+  registry) pays the all-reduce once every H rounds; D-PSGD sends the model to both neighbours of a
+  ring every round, after backward.
+* **Penalties** are :func:`commlab.advisor.penalties.for_ranking` of the measured table: the worse
+  of two problems, each option at its own tuned learning rate, never below 1 (1 for lossless
+  options); the row's reasoning gives the measured values. An option that missed the target on
+  either problem is left out, with the reason.
 * Models of :mod:`commlab.parallel.configs` (GPT-3 and the like) do not fit one GPU: their rows
   are the layouts of :func:`commlab.parallel.planner.candidates` that fit in memory (all lossless);
   a model that fits no layout is refused with the memory it would need.
 
-Each row carries its reasoning: compute, communication, the part hidden by overlap, the penalty.
-Configurations not ranked, and why: asynchronous rules (see :mod:`.penalties`), compression
-combined with local SGD or a schedule other than none or WFBP (penalties measured alone).
+Not ranked: asynchronous rules (see :mod:`.penalties`), and compression combined with local SGD,
+gossip or a schedule other than WFBP (the penalties are measured for each option alone).
 """
 from __future__ import annotations
 
@@ -37,17 +49,20 @@ import pandas as pd
 import torch
 
 from .. import compress as compress_pkg
+from .. import sync as sync_pkg
 from ..parallel import planner
 from ..parallel.configs import MODELS as LARGE
+from ..schedule.profile import Profile
 from ..sim import Cluster, comm_time, iteration
 from ..sim.devices import BUILTINS, builtin
-from ..schedule.profile import Profile
-from .penalties import load
+from .penalties import CAP, for_ranking
+from .runnable import refusal
 
-SCHEDULES = (None, "wfbp", "mg_wfbp", "bytescheduler")
-ARCHS = ("allreduce", "ps")
+SCHEDULES = ("none", "wfbp", "mg_wfbp", "bytescheduler")
 COMPRESSORS = ("fp16", "qsgd(levels=16)", "terngrad", "topk(0.01)", "topk(0.01)+ef", "signsgd+ef")
 LOCAL = ("local_sgd(period=4)", "local_sgd(period=16)")
+GOSSIP = "gossip(topology='ring')"
+AS_PRINTED = "as printed"
 
 
 @functools.lru_cache(maxsize=None)
@@ -60,61 +75,102 @@ def wire_ratio(spec: str, numel: int = 1 << 20) -> tuple[float, str]:
     return nbytes / (4 * numel), c.aggregation
 
 
+def _none(spec: str):
+    """The Trainer's value for no compression or no schedule is None."""
+    return None if spec == "none" else spec
+
+
+def trainer_archs(cluster: Cluster) -> dict:
+    """The Trainer's spec of each architecture the simulator times on ``cluster``, by the simulator's
+    name: its all-reduce, and its parameter server with one server (shard) per node."""
+    ring = "ring" if cluster.allreduce == "ring" else f"hierarchical(group_size={cluster.gpus_per_node})"
+    return {"allreduce": ring, "ps": f"ps(shards={cluster.nodes})"}
+
+
 def _scaled(profile: Profile, factor: float) -> Profile:
     size = profile.itemsize  # whole elements: round each layer's bytes to the element size
     return dataclasses.replace(profile, grad_bytes=tuple(size * max(1, round(b * factor / size)) for b in profile.grad_bytes))
 
 
-def _row(config, compute, comm, iteration_s, penalty, target, note=""):
-    """One ranked configuration: its times, its penalty, and the reasoning in words."""
+def _row(config, compute, comm, iteration_s, penalty, target, how="", measured=""):
+    """One ranked configuration: its times, its penalty, and the reasoning in words (``how``: how
+    its communication was timed; ``measured``: the penalties the one used comes from)."""
     exposed = max(0.0, iteration_s - compute)
     hidden = max(0.0, comm - exposed)
     return dict(**config, compute_s=compute, comm_s=comm, hidden_s=hidden, iteration_s=iteration_s, penalty=penalty,
                 rounds=target * penalty, time_s=iteration_s * target * penalty,
                 reasoning=f"compute {compute * 1e3:.3g} ms + exposed communication {exposed * 1e3:.3g} ms "
-                          f"({hidden * 1e3:.3g} of {comm * 1e3:.3g} ms hidden); penalty {penalty:.2f}{note}")
+                          f"({hidden * 1e3:.3g} of {comm * 1e3:.3g} ms hidden){how}; penalty {penalty:.2f}"
+                          + (f" ({measured})" if measured else ""))
 
 
-def _simulated(config, it, penalty, target, note=""):
-    return _row(config, it.single, sum(m.end - m.start for m in it.messages), it.time, penalty, target, note)
+def _simulated(config, it, penalty, target, how="", measured=""):
+    return _row(config, it.single, sum(m.end - m.start for m in it.messages), it.time, penalty, target, how,
+                measured)
 
 
-def _data_parallel(profile, cluster, target, table, left_out):
-    rows, p = [], cluster.gpus
-    pen = table["penalty"].to_dict()
-    compute = sum(profile.forward_s) + sum(profile.backward_s)
-
-    def config(sync, arch, compress="none", schedule=None):
-        return dict(sync=sync, arch=arch, compress=compress, schedule=schedule or "none", layout=f"dp={p}")
-
-    for arch in ARCHS:
+def _candidates(cluster: Cluster):
+    """(sim arch, sync, compress, schedule) of every configuration the advisor can time."""
+    archs = ["allreduce", "ps"] if cluster.nodes > 1 else ["allreduce"]
+    for arch in archs:
         for sched in SCHEDULES:
-            rows.append(_simulated(config("bsp", arch, schedule=sched), iteration(profile, cluster, arch=arch,
-                                                                                  schedule=sched), 1.0, target))
-        base = iteration(profile, cluster, arch=arch)
+            yield arch, "bsp", "none", sched
         for spec in COMPRESSORS:
-            if not table.loc[spec, "reached"]:
-                left_out[f"compress={spec}"] = "missed the target when its penalty was measured"
-                continue
+            for sched in ("none", "wfbp"):
+                yield arch, "bsp", spec, sched
+        for spec in LOCAL:
+            yield arch, spec, "none", "none"
+    yield "gossip", "dpsgd", "none", "none"
+
+
+def _data_parallel(profile, cluster, target, left_out):
+    rows, p = [], cluster.gpus
+    pen = for_ranking()
+    compute = sum(profile.forward_s) + sum(profile.backward_s)
+    names = {**trainer_archs(cluster), "gossip": GOSSIP}
+    if cluster.nodes == 1:
+        left_out["arch=ps"] = ("on one node the simulated parameter server is BytePS's non-distributed mode, a plain "
+                               "all-reduce, which the Trainer's ps does not do")
+    for arch, sync, spec, sched in _candidates(cluster):
+        config = dict(sync=sync, arch=names[arch], compress=_none(spec), schedule=_none(sched), workers=p,
+                      runs=AS_PRINTED)
+        why = refusal(p, sync, names[arch], config["compress"], config["schedule"])
+        if why is not None:
+            left_out[" / ".join(map(str, (sync, names[arch], spec, sched)))] = f"the Trainer: {why}"
+            continue
+        option = spec if spec != "none" else sync
+        if option != "bsp" and not pen.loc[option, "reached"]:
+            left_out[option] = (f"missed the target within {CAP} x BSP's rounds when its penalty was measured; "
+                                f"{pen.loc[option, 'note']}")
+            continue
+        penalty = 1.0 if option == "bsp" else float(pen.loc[option, "penalty"])
+        measured = "" if option == "bsp" else pen.loc[option, "note"]
+        if spec != "none":
             r, agg = wire_ratio(spec)
             factor = (1 + r) / 2 if arch == "ps" else (r if agg == "sum" else p * r / 2)
-            scaled, note = _scaled(profile, factor), f" ({agg}, {r:.3g} of the bytes, x{factor:.3g} on the wire)"
-            # without a schedule the Trainer compresses and sends layer by layer after backward
-            per_layer = sum(map(comm_time(cluster, arch), scaled.grad_bytes))
-            rows.append(_row(config("bsp", arch, spec), compute, per_layer, compute + per_layer, pen[spec], target,
-                             note + ", one message per layer after backward"))
-            rows.append(_simulated(config("bsp", arch, spec, "wfbp"), iteration(scaled, cluster, arch=arch,
-                                                                                schedule="wfbp"),
-                                   pen[spec], target, note))
-        for spec in LOCAL:
-            period = int(spec.split("=")[1].rstrip(")"))
+            scaled = _scaled(profile, factor)
+            how = f"; {agg}: {r:.3g} of the bytes, x{factor:.3g} on the wire"
+            if sched == "none":  # the Trainer compresses and sends layer by layer after backward
+                per_layer = sum(map(comm_time(cluster, arch), scaled.grad_bytes))
+                rows.append(_row(config, compute, per_layer, compute + per_layer, penalty, target,
+                                 how + ", one message per layer after backward", measured))
+            else:
+                rows.append(_simulated(config, iteration(scaled, cluster, arch=arch, schedule=sched), penalty,
+                                       target, how, measured))
+        elif sync in LOCAL:
+            period = sync_pkg.get(sync).period  # the registry reads the spec (commlab.spec.parse)
+            base = iteration(profile, cluster, arch=arch)
             comm = (base.time - base.single) / period
-            rows.append(_row(config(spec, arch), compute, comm, compute + comm, pen[spec], target,
-                             f" (one all-reduce every {period} rounds)"))
-    link = cluster.inter if cluster.nodes > 1 else cluster.intra
-    gossip = 2 * link.time(sum(profile.grad_bytes))
-    rows.append(_row(config("dpsgd", "gossip(ring)"), compute, gossip, compute + gossip, pen["dpsgd"], target,
-                     " (the model to both ring neighbours after backward)"))
+            rows.append(_row(config, compute, comm, compute + comm, penalty, target,
+                             f"; one all-reduce every {period} rounds", measured))
+        elif arch == "gossip":
+            link = cluster.inter if cluster.nodes > 1 else cluster.intra
+            gossip = 2 * link.time(sum(profile.grad_bytes))
+            rows.append(_row(config, compute, gossip, compute + gossip, penalty, target,
+                             "; the model to both ring neighbours after backward", measured))
+        else:
+            rows.append(_simulated(config, iteration(profile, cluster, arch=arch,
+                                                     schedule=None if sched == "none" else sched), 1.0, target))
     return rows
 
 
@@ -128,10 +184,13 @@ def _large(model, cluster, target, batch, memory_gb):
                          f"leanest layout needs {need:.1f} GB per GPU; add GPUs or memory")
     rows = []
     for _, l in fits.iterrows():
-        layout = f"dp={int(l.dp)},tp={int(l.tp)},pp={int(l.pp)},zero={int(l.zero)}"
-        rows.append(dict(sync="bsp", arch="3d", compress="none", schedule="1f1b", layout=layout, compute_s=math.nan,
-                         comm_s=math.nan, hidden_s=math.nan, iteration_s=l.step_s, penalty=1.0, rounds=target,
-                         time_s=l.step_s * target,
+        layout = f"dp={int(l.dp)},tp={int(l.tp)},pp={int(l.pp)},micro_batches={int(l.m)},schedule=1f1b"
+        rows.append(dict(sync="bsp", arch=f"zero(stage={int(l.zero)})" if l.zero else "native", compress=None,
+                         schedule=None, workers=cluster.gpus, parallel=layout,
+                         runs=f"what-if: {model} is too large to train here (the Trainer runs 3D layouts of "
+                              "model='transformer' only)",
+                         compute_s=math.nan, comm_s=math.nan, hidden_s=math.nan, iteration_s=l.step_s, penalty=1.0,
+                         rounds=target, time_s=l.step_s * target,
                          reasoning=f"{l.memory_gb:.1f} GB per GPU; {l.tflops_per_gpu:.0f} TFLOP/s per GPU "
                                    f"({l.peak_pct:.0f}% of peak); lossless"))
     return rows
@@ -153,7 +212,7 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
         rows = _large(model, cluster, target, batch, memory_gb)
     elif isinstance(model, Profile) or model in BUILTINS:
         profile = model if isinstance(model, Profile) else builtin(model)
-        rows = _data_parallel(profile, cluster, target, load(), left_out)
+        rows = _data_parallel(profile, cluster, target, left_out)
     else:
         raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])} or a Profile")
     table = pd.DataFrame(rows).sort_values("time_s", kind="stable", ignore_index=True)

@@ -12,55 +12,82 @@ import math
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..advisor import advise, penalties
+from ..advisor import advise, penalties, trainer_archs
 from ..data import load
 from ..models import build_model
 from ..sim import Cluster, Device, profile
 from ..train import Trainer
 
 # The rates (non-convex, smooth, bounded variance sigma^2; N workers, T rounds), and what each
-# predicts for the rounds to a fixed small error relative to BSP once T is large.
+# predicts for the rounds to a fixed small error relative to BSP once T is large. Notation of the
+# book: delta the spectral gap of a gossip matrix; omega a compressor's contraction quality,
+# E||C(x) - x||^2 <= (1 - omega) ||x||^2; v an unbiased compressor's variance bound,
+# E||C(x)||^2 <= v ||x||^2.
 RATES = {
     "bsp": ("O(1/sqrt(NT))", "smooth, unbiased gradients, variance sigma^2", "Dekel et al. 2012; Ghadimi and Lan 2013", "1"),
     "local_sgd(period=4)": ("O(1/sqrt(NT)) + O(N H / T)", "as BSP; H local steps between averages",
                             "Stich 2019; Lin et al. 2020", "1 (the H term fades)"),
     "local_sgd(period=16)": ("O(1/sqrt(NT)) + O(N H / T)", "as above, H = 16", "Stich 2019; Lin et al. 2020",
                              "1 (the H term fades)"),
-    "dpsgd": ("O(1/sqrt(NT)) + O(N / (rho^2 T))", "doubly stochastic mixing, spectral gap rho",
-              "Lian et al. 2017", "1 (the rho term fades)"),
+    "dpsgd": ("O(1/sqrt(NT)) + O(N / (delta^2 T))", "doubly stochastic mixing, spectral gap delta",
+              "Lian et al. 2017", "1 (the delta term fades)"),
     "fp16": ("as BSP", "rounding error far below the gradient noise", "Micikevicius et al. 2018", "1"),
-    "qsgd(levels=16)": ("O(sqrt((1 + omega) / (NT)))", "unbiased, variance blown up by 1 + omega",
-                        "Alistarh et al. 2017", "up to 1 + omega/N"),
-    "terngrad": ("O(sqrt((1 + omega) / (NT)))", "unbiased ternary, bounded variance", "Wen et al. 2017",
-                 "up to 1 + omega/N"),
+    "qsgd(levels=16)": ("O(sqrt(v / (NT)))", "unbiased, variance bound v >= 1", "Alistarh et al. 2017",
+                        "up to v"),
+    "terngrad": ("O(sqrt(v / (NT)))", "unbiased ternary, variance bound v", "Wen et al. 2017", "up to v"),
     "topk(0.01)": ("no guarantee", "biased, no error feedback", "Lin et al. 2018 (with corrections)", "may not converge"),
-    "topk(0.01)+ef": ("O(1/sqrt(NT)) + O(1/(delta^2 T))", "delta-contraction, error feedback",
-                      "Stich et al. 2018; Karimireddy et al. 2019", "1 (the delta term fades)"),
-    "signsgd+ef": ("O(1/sqrt(T)) + O(1/(delta^2 T))", "scaled sign with error feedback", "Karimireddy et al. 2019",
-                   "1 (the delta term fades)"),
+    "topk(0.01)+ef": ("O(1/sqrt(NT)) + O(1/(omega^2 T))", "contraction omega = k/D, error feedback",
+                      "Stich et al. 2018; Karimireddy et al. 2019", "1 (the omega term fades)"),
+    "signsgd+ef": ("O(1/sqrt(T)) + O(1/(omega^2 T))", "scaled sign with error feedback", "Karimireddy et al. 2019",
+                   "1 (the omega term fades)"),
 }
 
 
 def rates_table() -> pd.DataFrame:
-    """The rates beside the measured penalties of the shipped table."""
-    measured = penalties.load()
-    rows = {o: {"rate": r[0], "assumptions": r[1], "source": r[2], "predicts": r[3],
-                "rounds (measured)": measured.loc[o, "rounds"], "penalty (measured)": measured.loc[o, "penalty"]}
-            for o, r in RATES.items()}
-    return pd.DataFrame(rows).T.rename_axis("option")
+    """The rates beside the penalties of the shipped table: per problem, the penalty at the option's
+    own tuned learning rate (with that rate), and the penalty the advisor ranks by."""
+    measured, used = penalties.load(), penalties.for_ranking()
+    rows = {}
+    for o, r in RATES.items():
+        row = {"rate": r[0], "assumptions": r[1], "source": r[2], "predicts": r[3]}
+        for problem in penalties.PROBLEMS:
+            m = measured.loc[(problem, o)]
+            row[f"{problem} penalty"] = m["penalty"]
+            row[f"{problem} lr"] = m["lr"]
+        row["ranked by"] = used.loc[o, "penalty"]
+        rows[o] = row
+    return pd.DataFrame(rows).T.rename_axis("option").infer_objects()
+
+
+def penalty_range(table: pd.DataFrame | None = None) -> tuple[float, float]:
+    """The smallest and largest measured penalty of an option other than BSP that reached the
+    target, over both problems."""
+    t = penalties.load() if table is None else table
+    t = t[t["reached"] & (t.index.get_level_values("option") != "bsp")]
+    return float(t["penalty"].min()), float(t["penalty"].max())
 
 
 # ----------------------------------------------------------------------------- the taxonomy
 NETWORKS = {"NVLink": "NVLink", "100Gb IB": "100GbIB", "1Gb WAN": "1GbWAN"}
-DIMENSIONS = {
-    "BSP, ring": lambda t: (t["sync"] == "bsp") & (t["arch"] == "allreduce") & (t["compress"] == "none")
-    & (t["schedule"] == "none"),
-    "synchronization": lambda t: (t["compress"] == "none") & (t["schedule"] == "none") & (t["arch"] != "ps"),
-    "architecture": lambda t: (t["sync"] == "bsp") & (t["compress"] == "none") & (t["schedule"] == "none"),
-    "compression": lambda t: (t["sync"] == "bsp") & (t["arch"] == "allreduce") & (t["schedule"] == "none"),
-    "scheduling": lambda t: (t["sync"] == "bsp") & (t["arch"] == "allreduce") & (t["compress"] == "none"),
+
+
+def _ring(t):
+    return t["arch"] == "ring"
+
+
+DIMENSIONS = {  # which rows may differ from BSP over a ring in that dimension (None: no compression, no schedule)
+    "BSP, ring": lambda t: (t["sync"] == "bsp") & _ring(t) & t["compress"].isna() & t["schedule"].isna(),
+    "synchronization": lambda t: t["compress"].isna() & t["schedule"].isna() & ~t["arch"].str.startswith("ps"),
+    "architecture": lambda t: (t["sync"] == "bsp") & t["compress"].isna() & t["schedule"].isna(),
+    "compression": lambda t: (t["sync"] == "bsp") & _ring(t) & t["schedule"].isna(),
+    "scheduling": lambda t: (t["sync"] == "bsp") & _ring(t) & t["compress"].isna(),
     "all combined": lambda t: t["time_s"] > 0,
 }
+
+
+def configuration(row) -> str:
+    """A row's Trainer specs in one string: sync / arch / compress / schedule."""
+    return " / ".join(str(row[k]) for k in ("sync", "arch", "compress", "schedule"))
 
 
 def taxonomy(model: str = "resnet50", nodes: int = 8, gpus_per_node: int = 4, target: int = 5000) -> pd.DataFrame:
@@ -71,12 +98,13 @@ def taxonomy(model: str = "resnet50", nodes: int = 8, gpus_per_node: int = 4, ta
         for dim, keep in DIMENSIONS.items():
             best = t[keep(t)].iloc[0]
             hours[(label, dim)] = best["time_s"] / 3600
-            which[(label, dim)] = " / ".join(str(best[k]) for k in ("sync", "arch", "compress", "schedule"))
+            which[(label, dim)] = configuration(best)
     return pd.DataFrame({"hours": hours, "configuration": which}).rename_axis(["network", "dimension"])
 
 
 def taxonomy_figure(table: pd.DataFrame, ax=None):
-    ax = ax or plt.subplots(figsize=(8, 3.4))[1]
+    """Bars of hours per network and dimension, 6.8 inches wide (a 688-pixel web column at 100 dpi)."""
+    ax = ax or plt.subplots(figsize=(6.8, 3.4))[1]
     wide = table["hours"].unstack("dimension")[list(DIMENSIONS)]
     wide.loc[list(NETWORKS)].plot.bar(ax=ax, rot=0, logy=True)
     ax.set_ylabel("hours to the target (log)")
@@ -86,14 +114,10 @@ def taxonomy_figure(table: pd.DataFrame, ax=None):
 
 
 # ----------------------------------------------------------------------------- the advisor beside real runs
-TRAINER = dict(penalties.SETUP, eval_every=5)
-RUNNABLE = {  # (sync, arch in the advisor) -> the Trainer's options
-    ("bsp", "allreduce", "none"): dict(arch="ring"),
-    ("bsp", "allreduce", "fp16"): dict(arch="ring", compress="fp16"),
-    ("local_sgd(period=4)", "allreduce", "none"): dict(sync="local_sgd(period=4)", arch="ring"),
-    ("local_sgd(period=16)", "allreduce", "none"): dict(sync="local_sgd(period=16)", arch="ring"),
-    ("dpsgd", "gossip(ring)", "none"): dict(sync="dpsgd"),
-}
+PROBLEM = "digits-mlp"
+TRAINER = dict(penalties.COMMON, **penalties.PROBLEMS[PROBLEM]["trainer"])
+CHECKED = (("bsp", "ring", None), ("bsp", "ring", "fp16"), ("local_sgd(period=4)", "ring", None),
+           ("local_sgd(period=16)", "ring", None), ("dpsgd", "gossip(topology='ring')", None))
 
 
 def mlp_profile():
@@ -103,21 +127,25 @@ def mlp_profile():
     return profile(model, example_input=ds.x_train[:TRAINER["batch_size"]], device=Device("trainer clock", 1e12))
 
 
-def agreement(net: str = "10GbE", steps: int = 120, seed: int = 0) -> tuple[pd.DataFrame, dict]:
-    """The advisor's predicted seconds to the target for :data:`RUNNABLE` on ``net``, beside real
-    runs on threads with the simulated clock (seconds at the first round with accuracy >= 0.9)."""
-    workers = TRAINER["workers"]
-    table = penalties.load()
+def agreement(net: str = "10GbE", seed: int = 0) -> tuple[pd.DataFrame, dict]:
+    """The advisor's predicted seconds to the target for the rows of :data:`CHECKED` on ``net``,
+    beside real runs of those rows as printed (threads, the simulated clock, each option at its
+    tuned learning rate): seconds at the first round that reaches the digits MLP's target."""
+    workers, table = TRAINER["workers"], penalties.load().xs(PROBLEM, level="problem")
+    target = penalties.PROBLEMS[PROBLEM]["target"]
     ranked = advise(mlp_profile(), Cluster.flat(workers, net), target=int(round(table.loc["bsp", "rounds"])))
+    steps = int(table["max_rounds"].max())
     rows, histories = {}, {}
-    for key, options in RUNNABLE.items():
-        sync, arch, comp = key
-        row = ranked[(ranked["sync"] == sync) & (ranked["arch"] == arch) & (ranked["compress"] == comp)
-                     & (ranked["schedule"] == "none")].iloc[0]
-        h = Trainer(seed=seed, net=net, **TRAINER, **options).fit(steps)
-        rounds = penalties.rounds_to_target(h, workers, TRAINER["batch_size"])
+    for sync, arch, comp in CHECKED:
+        same = ranked["compress"].isna() if comp is None else ranked["compress"] == comp
+        row = ranked[(ranked["sync"] == sync) & (ranked["arch"] == arch) & same & ranked["schedule"].isna()].iloc[0]
+        option = comp or sync
+        run = dict(TRAINER, seed=seed, lr=float(table.loc[option, "lr"]), workers=int(row["workers"]),
+                   **{k: row[k] for k in ("sync", "arch", "compress", "schedule")})
+        h = Trainer(net=net, **run).fit(steps)
+        rounds = penalties.rounds_to_target(h, workers, TRAINER["batch_size"], target)
         measured = h.sim_time[int(rounds) - 1] if not math.isnan(rounds) else math.nan
-        label = sync if comp == "none" else f"{sync} + {comp}"
+        label = sync if comp is None else f"{sync} + {comp}"
         histories[label] = h
         rows[label] = {"predicted s": row["time_s"], "measured s": measured, "predicted rounds": row["rounds"],
                        "measured rounds": rounds}
@@ -128,7 +156,8 @@ def agreement(net: str = "10GbE", steps: int = 120, seed: int = 0) -> tuple[pd.D
 
 
 def curves_figure(histories: dict, ax=None):
-    ax = ax or plt.subplots(figsize=(7, 3))[1]
+    """Training loss against simulated seconds, 6.8 inches wide."""
+    ax = ax or plt.subplots(figsize=(6.8, 3))[1]
     for label, h in histories.items():
         ax.plot(h.sim_time, h.loss, label=label, lw=1)
     ax.set_xlabel("simulated seconds (10GbE)")
@@ -172,12 +201,33 @@ def survey_check() -> pd.DataFrame:
     rows = {}
     for net, models in SURVEY_32.items():
         cluster = Cluster(8, 4, intra="PCIe3-mgwfbp", inter=SURVEY_LINKS[net])
+        sim_arch = {v: k for k, v in trainer_archs(cluster).items()}  # the Trainer's spec -> the simulator's
         for model, measured in models.items():
             t = advise(model, cluster, target=1)
-            lossless = pd.Series([(a, s) in _METHOD for a, s in zip(t["arch"], t["schedule"])], index=t.index)
-            seven = t[(t["sync"] == "bsp") & (t["compress"] == "none") & lossless]
-            pick = _METHOD[(seven.iloc[0]["arch"], seven.iloc[0]["schedule"])]
+            method = pd.Series([_METHOD.get((sim_arch.get(a), s or "none")) for a, s in zip(t["arch"], t["schedule"])],
+                               index=t.index)
+            seven = method[(t["sync"] == "bsp") & t["compress"].isna() & method.notna()]
+            pick = seven.iloc[0]
             best = max(measured, key=measured.get)
             rows[(net, model)] = {"advisor": pick, "measured best": best,
                                   "pick's measured throughput / best": measured[pick] / measured[best]}
     return pd.DataFrame(rows).T.rename_axis(["network", "model"])
+
+
+# The survey's testbed (Shi et al. 2021): 8 nodes of 4 GPUs, PCIe 3.0 inside a node, and one of
+# three networks between nodes (links of commlab.sim.links calibrated from the survey).
+TESTBED = {"100Gb IB": "100GbIB-survey", "10GbE": "10GbE-survey", "100GbE": "100GbE-survey"}
+
+
+def first_choices(models=("resnet50", "bert-base", "bert-large"), target: int = 5000) -> pd.DataFrame:
+    """The advisor's first choice among every configuration it ranks, per model and network of the
+    survey's testbed, with the penalty it ranked by and the hours to ``target`` rounds."""
+    rows = {}
+    for net, link in TESTBED.items():
+        cluster = Cluster(8, 4, intra="PCIe3-survey", inter=link)
+        for model in models:
+            t = advise(model, cluster, target=target)
+            first, bsp = t.iloc[0], t[DIMENSIONS["BSP, ring"](t)].iloc[0]
+            rows[(net, model)] = {"first choice": configuration(first), "penalty": first["penalty"],
+                                  "hours": first["time_s"] / 3600, "BSP, ring hours": bsp["time_s"] / 3600}
+    return pd.DataFrame(rows).T.rename_axis(["network", "model"]).infer_objects()
