@@ -181,19 +181,21 @@ def bubble_table(p: int = 4, ms=(1, 2, 4, 8, 16)) -> pd.DataFrame:
 
 
 def timeline_figure(timelines: dict):
-    """One row of boxes per stage and schedule: forward light, backward dark, numbered."""
-    fig, axes = plt.subplots(len(timelines), 1, figsize=(11, 1.1 + 0.6 * 4 * len(timelines)), sharex=True,
+    """One row of boxes per stage and schedule: forward light, backward dark, numbered; one panel
+    per schedule, stacked, 6.8 inches wide (the book's column)."""
+    fig, axes = plt.subplots(len(timelines), 1, figsize=(6.8, 0.6 + 2.0 * len(timelines)), sharex=True,
                              squeeze=False)
     axes = axes[:, 0]
     for ax, (name, tl) in zip(axes, timelines.items()):
         for s, op, i, b, e in tl:
             ax.broken_barh([(b, e - b)], (s - 0.4, 0.8), color="#9ecae1" if op == "F" else "#3182bd",
                            edgecolor="white")
-            ax.text((b + e) / 2, s, str(i), ha="center", va="center", fontsize=7)
+            ax.text((b + e) / 2, s, str(i), ha="center", va="center", fontsize=8,
+                    color="black" if op == "F" else "white")
         ax.set_yticks(range(1 + max(s for s, *_ in tl)))
         ax.set_ylabel("stage")
         ax.invert_yaxis()
-        ax.set_title(f"{name}: bubble {measured_bubble(tl):.0%}")
+        ax.set_title(f"{name}: bubble {measured_bubble(tl):.0%} (light: forward, dark: backward)", fontsize=10)
     axes[-1].set_xlabel("time (units of one forward)")
     return axes
 
@@ -239,20 +241,21 @@ def megatron_table(efficiency: float = planner.EFFICIENCY) -> pd.DataFrame:
 
 
 def plan_figure(p, ax=None):
-    """Memory per GPU and step time of a Plan, as two stacked bars."""
-    axes = ax if ax is not None else plt.subplots(1, 2, figsize=(10, 3.2))[1]
+    """Memory per GPU and step time of a Plan, as two stacked horizontal bars, one above the other."""
+    axes = ax if ax is not None else plt.subplots(2, 1, figsize=(6.8, 3.4))[1]
     for a, parts, scale, unit in ((axes[0], p.memory, 1e9, "GB per GPU"), (axes[1], p.time, 1, "seconds per step")):
-        bottom = 0.0
+        left = 0.0
         for k, v in parts.items():
             if k != "total":
-                a.bar([0], [v / scale], bottom=bottom, label=k)
-                bottom += v / scale
-        a.set_xticks([])
-        a.set_ylabel(unit)
-        a.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
-    axes[0].axhline(80, color="k", ls=":", lw=0.8)
-    axes[0].set_title(f"{p.model}: tp={p.tp} pp={p.pp} dp={p.dp} ZeRO-{p.zero}" + ("" if p.fits else " (does not fit)"))
-    axes[1].set_title(f"{p.flops_per_gpu / 1e12:.0f} TFLOP/s per GPU ({p.peak_fraction:.0%} of peak)")
+                a.barh([0], [v / scale], left=left, label=k)
+                left += v / scale
+        a.set_yticks([])
+        a.set_xlabel(unit)
+        a.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.1), frameon=False)
+    axes[0].axvline(80, color="k", ls=":", lw=0.8)
+    axes[0].set_title(f"{p.model}: tp={p.tp} pp={p.pp} dp={p.dp} ZeRO-{p.zero}" + ("" if p.fits else " (does not fit)")
+                      + " (dotted: 80 GB)", fontsize=10)
+    axes[1].set_title(f"{p.flops_per_gpu / 1e12:.0f} TFLOP/s per GPU ({p.peak_fraction:.0%} of peak)", fontsize=10)
     return axes
 
 
