@@ -61,3 +61,16 @@ def test_jobs_table_has_every_policy():
 
 def test_fabric_explorer_draws_its_default():
     assert ch11.fabric_explorer() is not None
+
+
+def test_llama3_table_losses_and_checkpoint_for():
+    from commlab.infra import faults
+    t = ch11.llama3_table(costs=((120, 600), (10, 120)), runs=10)
+    row = t.loc[(120, 600)]
+    # the first-order goodput is (1 - checkpoints) x (1 - lost work - restarts)
+    assert row["goodput (formula)"] == pytest.approx((1 - row["checkpoints"]) * (1 - row["lost work"] - row["restarts"]))
+    assert t.loc[(10, 120), "goodput (formula)"] > row["goodput (formula)"]
+    c = ch11.checkpoint_for(0.9, restart=600.0)
+    m = faults.job_mtbf(16384)
+    assert faults.goodput(faults.young_daly(c, m), c, m, 600.0) == pytest.approx(0.9, abs=1e-9)
+    assert ch11.checkpoint_for(0.99, gpus=16384, restart=10 * m) == 0.0   # a restart this long never reaches it

@@ -168,6 +168,35 @@ def goodput_table(gpus=(512, 2048, 8192, 16384, 65536), checkpoint: float = 120.
     return pd.DataFrame(rows).T.rename_axis("GPUs")
 
 
+def llama3_table(gpus: int = 16384, costs=((120, 600), (120, 0), (30, 600), (10, 600), (10, 120)),
+                 runs: int = 100) -> pd.DataFrame:
+    """Goodput at LLaMA 3's failure rate for several (checkpoint, restart) costs in seconds, each at
+    its Young/Daly interval, with the first-order formula's three losses: the checkpoints'
+    C / (tau + C), the work lost at a failure (tau + C) / 2 / M and the restarts' R / M."""
+    m = faults.job_mtbf(gpus)
+    rows = {}
+    for c, r in costs:
+        tau = faults.young_daly(c, m)
+        rows[(c, r)] = {"Young/Daly min": tau / 60, "checkpoints": c / (tau + c), "lost work": (tau + c) / 2 / m,
+                        "restarts": r / m, "goodput (formula)": faults.goodput(tau, c, m, r),
+                        "goodput (simulated)": faults.simulate(tau, c, m, r, runs=runs, seed=gpus)}
+    return pd.DataFrame(rows).T.rename_axis(["checkpoint s", "restart s"])
+
+
+def checkpoint_for(target: float, gpus: int = 16384, restart: float = 600.0) -> float:
+    """The largest checkpoint cost (s) whose first-order goodput at Young/Daly's interval reaches
+    ``target`` with ``restart`` seconds per restart (0.0 if none does), by bisection."""
+    m = faults.job_mtbf(gpus)
+    good = lambda c: faults.goodput(faults.young_daly(c, m), c, m, restart)  # noqa: E731
+    lo, hi = 0.0, m
+    if good(1e-9) < target:
+        return 0.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if good(mid) >= target else (lo, mid)
+    return lo
+
+
 def elastic_runs(directory: str, steps: int = 60, every: int = 10, fail_step: int = 37) -> dict:
     """Gloo: an uninterrupted run on 3 ranks, and one whose rank 2 crashes at ``fail_step``."""
     clean = elastic.run(3, steps, every, directory=directory)
@@ -176,7 +205,7 @@ def elastic_runs(directory: str, steps: int = 60, every: int = 10, fail_step: in
 
 
 def elastic_figure(runs: dict, ax=None):
-    ax = ax or plt.subplots(figsize=(7, 3))[1]
+    ax = ax or plt.subplots(figsize=(6.8, 3))[1]
     for (label, r), style in zip(runs.items(), ("-", "--")):
         ax.plot(r["losses"], style, label=label)
     for e in runs["rank 2 lost"]["events"]:
