@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 import pandas as pd
 
 from ..advisor import advise, penalties, trainer_archs
@@ -107,6 +108,8 @@ def taxonomy_figure(table: pd.DataFrame, ax=None):
     ax = ax or plt.subplots(figsize=(6.8, 3.4))[1]
     wide = table["hours"].unstack("dimension")[list(DIMENSIONS)]
     wide.loc[list(NETWORKS)].plot.bar(ax=ax, rot=0, logy=True)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 1, not 10^0
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}".strip("0.")[:1] in "25" else ""))
     ax.set_ylabel("hours to the target (log)")
     ax.set_xlabel("")
     ax.legend(fontsize=8, ncol=3)
