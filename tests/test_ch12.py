@@ -31,6 +31,7 @@ def test_notation_is_the_books():
     text = " ".join(" ".join(r) for r in ch12.RATES.values())
     assert "rho" not in text  # rho is a sparsifier's density only; the spectral gap is delta
     assert "delta" in ch12.RATES["dpsgd"][0] and "omega" in ch12.RATES["topk(0.01)+ef"][0]
+    assert "theta" in ch12.RATES["qsgd(levels=16)"][0]
 
 
 def test_taxonomy_combined_is_never_worse_and_the_figure_draws():

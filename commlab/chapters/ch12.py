@@ -22,8 +22,8 @@ from ..train import Trainer
 # The rates (non-convex, smooth, bounded variance sigma^2; N workers, T rounds), and what each
 # predicts for the rounds to a fixed small error relative to BSP once T is large. Notation of the
 # book: delta the spectral gap of a gossip matrix; omega a compressor's contraction quality,
-# E||C(x) - x||^2 <= (1 - omega) ||x||^2; v an unbiased compressor's variance bound,
-# E||C(x)||^2 <= v ||x||^2.
+# E||C(x) - x||^2 <= (1 - omega) ||x||^2; theta an unbiased compressor's variance,
+# E||C(x) - x||^2 <= theta ||x||^2 (book/notation.md).
 RATES = {
     "bsp": ("O(1/sqrt(NT))", "smooth, unbiased gradients, variance sigma^2", "Dekel et al. 2012; Ghadimi and Lan 2013", "1"),
     "local_sgd(period=4)": ("O(1/sqrt(NT)) + O(N H / T)", "as BSP; H local steps between averages",
@@ -33,9 +33,10 @@ RATES = {
     "dpsgd": ("O(1/sqrt(NT)) + O(N / (delta^2 T))", "doubly stochastic mixing, spectral gap delta",
               "Lian et al. 2017", "1 (the delta term fades)"),
     "fp16": ("as BSP", "rounding error far below the gradient noise", "Micikevicius et al. 2018", "1"),
-    "qsgd(levels=16)": ("O(sqrt(v / (NT)))", "unbiased, variance bound v >= 1", "Alistarh et al. 2017",
-                        "up to v"),
-    "terngrad": ("O(sqrt(v / (NT)))", "unbiased ternary, variance bound v", "Wen et al. 2017", "up to v"),
+    "qsgd(levels=16)": ("O(sqrt((1 + theta) / (NT)))", "unbiased, variance theta", "Alistarh et al. 2017",
+                        "up to 1 + theta"),
+    "terngrad": ("O(sqrt((1 + theta) / (NT)))", "unbiased ternary, variance theta", "Wen et al. 2017",
+                 "up to 1 + theta"),
     "topk(0.01)": ("no guarantee", "biased, no error feedback", "Lin et al. 2018 (with corrections)", "may not converge"),
     "topk(0.01)+ef": ("O(1/sqrt(NT)) + O(1/(omega^2 T))", "contraction omega = k/D, error feedback",
                       "Stich et al. 2018; Karimireddy et al. 2019", "1 (the omega term fades)"),
