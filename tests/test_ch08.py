@@ -4,6 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from commlab import schedule as sched  # noqa: E402
@@ -98,14 +99,27 @@ def test_fusion_sweep_and_figure():
 
 def test_cluster_shape():
     c = ch08.cluster(32, "10GbE")
-    assert (c.nodes, c.gpus_per_node, c.inter.name) == (8, 4, "10GbE-mgwfbp")
+    assert (c.nodes, c.gpus_per_node, c.inter.name, c.intra.name) == (8, 4, "10GbE-survey", "PCIe3-survey")
     c = ch08.cluster(4)
     assert (c.nodes, c.gpus_per_node, c.inter.name) == (1, 4, "100GbIB-survey")
 
 
+def test_verdicts_count_the_survey_questions():
+    rows = [dict(network="n", model="m", gpus=4, method=m, speedup=v) for m, v in
+            dict(bsp_a2a=2.0, wfbp_a2a=1.5, mg_wfbp=2.5, bytescheduler_a2a=2.0, bsp_ps=1.0, wfbp_ps=1.5,
+                 bytescheduler_ps=2.5).items()]
+    v = ch08.verdicts(pd.DataFrame(rows))
+    assert {m: len(c) for m, c in v["loses"].items()} == dict(wfbp_a2a=1, mg_wfbp=0, bytescheduler_a2a=0, wfbp_ps=0,
+                                                               bytescheduler_ps=0)
+    assert [w[-1] for w in v["a2a_wins"]] == ["bsp_a2a"] and [w[-1] for w in v["ps_wins"]] == ["bytescheduler_a2a"]
+    assert (v["cases"], v["pairs"]) == (1, 3)
+    measured = ch08.verdicts(ch08.measured_speedups())  # the survey's own grid, as the issue counted it
+    assert len(measured["loses"]["bytescheduler_a2a"]) == 17 and len(measured["ps_wins"]) == 58
+
+
 def test_speedups_and_figures():
     table = ch08.speedups(models=(TOY,), gpus=(4, 8), methods=("bsp_a2a", "mg_wfbp"))
-    assert len(table) == 2 * 2 * 2 and set(table.columns) >= {"network", "model", "gpus", "method", "ms", "speedup"}
+    assert len(table) == 3 * 2 * 2 and set(table.columns) >= {"network", "model", "gpus", "method", "ms", "speedup"}
     row = table[(table.network == "10GbE") & (table.gpus == 8) & (table.method == "mg_wfbp")].iloc[0]
     it = sim.iteration(TOY, ch08.cluster(8, "10GbE"), method="mg_wfbp")
     assert row.speedup == pytest.approx(it.speedup) and row.ms == pytest.approx(it.time * 1e3)

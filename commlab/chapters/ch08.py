@@ -71,7 +71,7 @@ def dag_figure(layers: int = 4, ax=None):
     backward B_l right to left, a message C_l under each B_l, and the next forward F'_l, which
     needs C_l and F'_(l-1). Nodes are text boxes (the three row names first), each edge an
     arrow (an empty-text ``Annotation``)."""
-    ax = ax or plt.subplots(figsize=(9, 3.2))[1]
+    ax = ax or plt.subplots(figsize=(6.9, 2.6))[1]
     L = layers
     for y, row in ((3, "compute"), (1.5, "comm"), (0, "next forward")):
         ax.text(-0.6, y, row, ha="right", va="center", fontsize=8)
@@ -110,7 +110,7 @@ def timeline_figure(profile, messages, forward_waits: bool = False, ax=None, tit
     "compute": backward of layers L-1..0, then the next forward of layers 0..L-1; row "comm":
     every message. Colours follow the layer (a message takes its lowest layer's colour);
     a message of several layers is hatched. ``messages``: Message objects or timeline dicts."""
-    ax = ax or plt.subplots(figsize=(11, 2.6))[1]
+    ax = ax or plt.subplots(figsize=(6.9, 2.4))[1]
     messages = [_as_message(m) for m in messages]
     L, ms = profile.layers, 1e3
     color = lambda l: plt.cm.viridis(l / max(1, L - 1))  # noqa: E731
@@ -131,7 +131,7 @@ def timeline_figure(profile, messages, forward_waits: bool = False, ax=None, tit
     ax.set_yticks([0.5, 1.5], ["comm", "compute"])
     ax.set_ylim(0, 2)
     ax.set_xlim(0, end * ms * 1.01)
-    ax.set_xlabel("ms from the start of backward (dotted: backward ends; dashed: next forward ends)")
+    ax.set_xlabel("ms from the start of backward (dotted: backward ends;\ndashed: next forward ends)", fontsize=8)
     ax.set_title(title or f"{len(messages)} messages, iteration {end * ms:.3g} ms", fontsize=9)
     return ax
 
@@ -146,7 +146,7 @@ def fusion_sweep(profile, comm_time, mbs) -> list[tuple[float, float]]:
 def fusion_figure(sweep, ax=None, wfbp=None, bsp=None, title=None):
     """Seconds per iteration (ms) against the bucket size (log x), the best size circled, with
     WFBP's and BSP's times as horizontal lines when given."""
-    ax = ax or plt.subplots(figsize=(7, 3.6))[1]
+    ax = ax or plt.subplots(figsize=(6.5, 3.4))[1]
     x, y = [m for m, _ in sweep], [t * 1e3 for _, t in sweep]
     ax.plot(x, y, marker="o", ms=3, color="tab:blue", label="fusion(mb=x)")
     best = min(range(len(y)), key=y.__getitem__)
@@ -166,17 +166,11 @@ def fusion_figure(sweep, ax=None, wfbp=None, bsp=None, title=None):
 
 
 # ----- the survey's clusters (commlab.sim) ---------------------------------------------------------
-NETWORKS = {"100GbIB": "100GbIB-survey", "10GbE": "10GbE-mgwfbp"}  # between nodes; PCIe 3.0 inside
+NETWORKS = sim.survey.NETWORKS  # between nodes; PCIe 3.0 inside
 MODELS = ("resnet50", "bert-base", "bert-large")
 GPUS = (4, 8, 16, 32)
 METHODS = tuple(sim.METHODS)
-GPUS_PER_NODE = 4
-
-
-def cluster(gpus: int, network: str = "100GbIB") -> "sim.Cluster":
-    """The survey's testbed shape: nodes of 4 GPUs on PCIe 3.0, ``network`` between nodes."""
-    return sim.Cluster(nodes=max(1, gpus // GPUS_PER_NODE), gpus_per_node=min(GPUS_PER_NODE, gpus),
-                       intra="PCIe3-mgwfbp", inter=NETWORKS.get(network, network))
+cluster = sim.survey.testbed  # the survey's testbed: cluster(gpus, network)
 
 
 def speedups(models=MODELS, networks=tuple(NETWORKS), gpus=GPUS, methods=METHODS) -> pd.DataFrame:
@@ -193,15 +187,57 @@ def speedups(models=MODELS, networks=tuple(NETWORKS), gpus=GPUS, methods=METHODS
     return pd.DataFrame(rows)
 
 
+def measured_speedups() -> pd.DataFrame:
+    """The survey's measured grid in :func:`speedups`' long form (network, model, gpus, method,
+    speedup), from :func:`commlab.sim.survey.compare`."""
+    return sim.survey.compare().rename(columns={"measured": "speedup"})[["network", "model", "gpus", "method", "speedup"]]
+
+
+BSP_OF = {"wfbp_a2a": "bsp_a2a", "mg_wfbp": "bsp_a2a", "bytescheduler_a2a": "bsp_a2a", "wfbp_ps": "bsp_ps",
+          "bytescheduler_ps": "bsp_ps"}
+PAIRS = (("bsp_a2a", "bsp_ps"), ("wfbp_a2a", "wfbp_ps"), ("bytescheduler_a2a", "bytescheduler_ps"))
+
+
+def verdicts(table: pd.DataFrame) -> dict:
+    """The survey's questions asked of a speedup table (measured or simulated): for each
+    overlapping method, the (network, model, gpus) cases where it is slower than BSP on its
+    architecture; and, over the three method pairs, the cases where all-reduce or the parameter
+    server is ahead by more than 1%."""
+    wide = table.pivot_table(index=["network", "model", "gpus"], columns="method", values="speedup")
+    loses = {m: [c for c, r in wide.iterrows() if r[m] < r[b] - 1e-9] for m, b in BSP_OF.items()}
+    a2a = [(*c, a) for c, r in wide.iterrows() for a, p in PAIRS if r[a] > 1.01 * r[p]]
+    ps = [(*c, a) for c, r in wide.iterrows() for a, p in PAIRS if r[p] > 1.01 * r[a]]
+    return dict(loses=loses, a2a_wins=a2a, ps_wins=ps, pairs=len(wide) * len(PAIRS), cases=len(wide))
+
+
+def error_figure(table: pd.DataFrame, ax=None):
+    """Predicted against measured speedup, one point per cell of the survey's grid
+    (:func:`commlab.sim.survey.compare`), log-log, the ±10% band shaded."""
+    ax = ax or plt.subplots(figsize=(5.2, 4.2))[1]
+    for net, t in table.groupby("network", sort=False):
+        ax.scatter(t.measured, t.predicted, s=10, label=net, alpha=0.8)
+    x = [0.4, 40]
+    ax.plot(x, x, color="k", lw=0.8)
+    ax.fill_between(x, [v * 0.9 for v in x], [v * 1.1 for v in x], color="0.85", zorder=0, label="±10%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured speedup (Shi et al. 2021)")
+    ax.set_ylabel("simulated speedup")
+    ax.set_title("The simulator against the survey's 252 cells", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
 def speedup_figure(table: pd.DataFrame, network: str, axes=None, methods=None):
     """Speedup over one GPU against GPUs (log 2), one panel per model, one line per method
     (``methods``, or every method of the table), the ideal (speedup = GPUs) dashed."""
     models = list(dict.fromkeys(table["model"]))
     methods = list(dict.fromkeys(table["method"])) if methods is None else methods
     if axes is None:
-        fig, axes = plt.subplots(1, len(models), figsize=(4 * len(models), 3.4), sharey=False, squeeze=False)
+        fig, axes = plt.subplots(1, len(models), figsize=(6.9, 2.9), sharey=False, squeeze=False)
         axes = axes[0]
-        fig.suptitle(f"The survey's seven methods on {network} between nodes of 4 GPUs (simulated)", fontsize=10)
+        fig.suptitle(f"The survey's seven methods on {network} between nodes of 4 GPUs (simulated)", fontsize=9)
     for ax, model in zip(axes, models):
         t = table[(table.network == network) & (table.model == model)]
         g = sorted(set(t.gpus))
@@ -217,7 +253,7 @@ def speedup_figure(table: pd.DataFrame, network: str, axes=None, methods=None):
         ax.set_ylabel("speedup over 1 GPU")
         ax.set_title(model, fontsize=9)
         ax.grid(True, alpha=0.3)
-    axes[-1].legend(fontsize=7, loc="upper left")
+    axes[0].legend(fontsize=7, loc="upper left", ncol=1)
     return axes
 
 
@@ -229,7 +265,7 @@ def scaling(model: str, network: str, gpus=tuple(2 ** k for k in range(2, 11)), 
 def scaling_figure(table: pd.DataFrame, ax=None, highlight=None, title=None):
     """Scaling efficiency (speedup / GPUs) against GPUs (log 2), one line per method;
     ``highlight``: (method, gpus) circled."""
-    ax = ax or plt.subplots(figsize=(6, 3.6))[1]
+    ax = ax or plt.subplots(figsize=(6.5, 3.4))[1]
     for method in dict.fromkeys(table["method"]):
         row = table[table.method == method].sort_values("gpus")
         ax.plot(row.gpus, row.speedup / row.gpus, marker=".", lw=1.5 if highlight and method == highlight[0] else 0.9,
@@ -254,10 +290,10 @@ def explorer_figure(model="resnet50", network="100GbIB", gpus=32, method="mg_wfb
     """Left: the timeline of one simulated iteration; right: the scaling efficiency of every
     method to 1,024 GPUs with (method, gpus) circled. Returns the two Axes."""
     if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(13, 3.4), gridspec_kw={"width_ratios": [1.7, 1]})
+        fig, axes = plt.subplots(2, 1, figsize=(6.9, 6.2), gridspec_kw={"height_ratios": [1, 1.3]})
     it = sim.iteration(model, cluster(gpus, network), method=method)
     timeline_figure(it.profile, it.messages, it.plan.forward_waits, ax=axes[0],
-                    title=f"{model}, {method}, {gpus} GPUs on {network}: {it.time * 1e3:.4g} ms per iteration, "
+                    title=f"{model}, {method}, {gpus} GPUs on {network}: {it.time * 1e3:.4g} ms per iteration,\n"
                           f"speedup {it.speedup:.3g} ({len(it.messages)} messages)")
     scaling_figure(scaling(model, network), ax=axes[1], highlight=(method, gpus), title=f"{model} on {network}")
     return axes

@@ -159,6 +159,9 @@ def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None,
         t, messages = _steady(plan, profile, comm_time)
         return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
                          _time.perf_counter() - began)
+    if cluster.allreduce == "nccl" and arch == "allreduce":
+        raise ValueError("level='message' has the ring's and the hierarchical all-reduce's programs, not NCCL's "
+                         "tree: use Cluster(allreduce='ring') or level='closed'")
     if fw.per_op or arch == "byteps":
         raise ValueError(f"level='message' times bytes only: it has no framework costs and no pipelined BytePS "
                          f"(got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
