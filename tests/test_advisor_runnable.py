@@ -33,6 +33,13 @@ def test_every_row_trains_through_the_trainer_as_printed(ranked):
         assert len(h) == 2, specs
 
 
+def test_resnet50_rows_on_the_same_cluster_are_rows_that_trained(ranked):
+    # the issue's case: ResNet-50 on 2 nodes of 4 GPUs; its rows' specs are a subset of the MLP's above
+    big = advise("resnet50", sim.Cluster(2, 4, inter="10GbE"), target=100)
+    specs = lambda t: {tuple(map(str, r)) for r in t[[*SPECS, "workers"]].itertuples(index=False)}  # noqa: E731
+    assert specs(big) <= specs(ranked) and set(big["runs"]) == {"as printed"}
+
+
 def test_refused_configurations_are_left_out_with_the_trainers_message(ranked):
     left = ranked.attrs["left_out"]
     key = "bsp / ps(shards=2) / signsgd+ef / wfbp"

@@ -11,7 +11,10 @@ schedule=...)`` accepts them (asked of the Trainer itself, :mod:`.runnable`). Th
 ``arch="ring"`` (NCCL's ring through every GPU, the simulator's default) or
 ``"hierarchical(group_size=g)"`` on a cluster built with ``allreduce="hierarchical"``; the
 parameter server is ``"ps(shards=S)"`` with one server per node, as the simulator places them;
-gossip is ``"gossip(topology='ring')"``. A configuration the Trainer refuses (a schedule over a
+gossip is ``"gossip(topology='ring')"``; ``compress`` and ``schedule`` are None where there is
+none, the Trainer's own value (D-PSGD refuses ``compress="none"`` as a compressor). On one node
+the simulated parameter server is BytePS's non-distributed mode, a plain all-reduce, which the
+Trainer's ``ps`` is not: no ``ps`` row is ranked there. A configuration the Trainer refuses (a schedule over a
 compressed parameter server, local SGD over a server, TernGrad's own protocol over a server) is not
 ranked: ``attrs["left_out"]`` gives the Trainer's message. Rows of the large models of
 :mod:`commlab.parallel.configs` cannot train here: their column ``runs`` says so, per row (a

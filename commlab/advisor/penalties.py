@@ -29,9 +29,9 @@ note gives the measured numbers beside the one used.
 
 The table (one row per problem and option) ships as ``penalties.csv`` beside this module;
 ``python -m commlab.advisor`` measures it again on two processes, one per core, and rewrites it
-(540 runs of a few seconds each; timed at 600 s on a 2-core machine that other jobs kept at a load
-average near 18). The runs are deterministic on one machine: a test measures a row again and finds
-it equal. Across float kernels the rounds move by a few at some learning rates: measured again
+(540 runs of a few seconds each; timed at 515 and 600 s on a 2-core machine that other jobs kept at
+a load average between 3 and 18). The runs are deterministic on one machine: measured again, the
+table was the same byte for byte, and a test measures a row again and finds it equal. Across float kernels the rounds move by a few at some learning rates: measured again
 under ``ATEN_CPU_CAPABILITY=default`` (773 s) instead of AVX-512 (the shipped table), 16 of the 20
 rows are equal; QSGD on the transformer tunes to 0.1 instead of 0.05 (0.97 instead of 1.00),
 sign-SGD with error feedback on the transformer pays 1.27 instead of 1.29, and two rows differ only
