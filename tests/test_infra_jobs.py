@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from commlab.infra.jobs import QUEUES, Job, Result, schedule, workload
+from commlab.infra.jobs import QUEUES, Job, Result, simulate_jobs, workload
 from commlab.infra.placement import PLACEMENTS, Datacenter, iteration_time, topology_aware
 
 TINY = Datacenter(1, 2, 2)          # 4 GPUs: nodes 0 and 1 in one rack
@@ -34,7 +34,7 @@ def _hol_jobs():
 
 
 def test_fifo_head_of_line_blocking_by_hand():
-    r = schedule(_hol_jobs(), TINY, "fifo")
+    r = simulate_jobs(_hol_jobs(), TINY, "fifo")
     t_a = iteration_time("resnet50", {0: 2, 1: 1}, TINY)          # A: 3 GPUs over both nodes
     t_b = iteration_time("resnet50", {0: 2, 1: 2}, TINY)
     assert r.start[0] == 0.0
@@ -46,26 +46,26 @@ def test_fifo_head_of_line_blocking_by_hand():
 
 
 def test_sjf_runs_the_short_job_first_by_hand():
-    r = schedule(_hol_jobs(), TINY, "sjf")
+    r = simulate_jobs(_hol_jobs(), TINY, "sjf")
     t_a = iteration_time("resnet50", {0: 2, 1: 1}, TINY)
     t_c = iteration_time("resnet50", {1: 1}, TINY)                # the one GPU A left free
     assert (r.start[0], r.start[2]) == (0.0, 2.0)
     assert r.finish[2] == pytest.approx(2.0 + 10 * t_c)
     assert r.start[1] == pytest.approx(100 * t_a)                # B needs all 4: after A and C
-    assert r.average_jct < schedule(_hol_jobs(), TINY, "fifo").average_jct
+    assert r.average_jct < simulate_jobs(_hol_jobs(), TINY, "fifo").average_jct
     # two waiting jobs that cannot run together: the shorter goes first, though it came later
     jobs = [Job(0, 0.0, 4, "resnet50", 100), Job(1, 1.0, 3, "bert-base", 400), Job(2, 2.0, 2, "resnet50", 30)]
     t_x = iteration_time("resnet50", {0: 2, 1: 2}, TINY)
     t_z = iteration_time("resnet50", {0: 2}, TINY)
-    r = schedule(jobs, TINY, "sjf")
+    r = simulate_jobs(jobs, TINY, "sjf")
     assert r.start[2] == pytest.approx(100 * t_x) and r.start[1] == pytest.approx(100 * t_x + 30 * t_z)
-    fifo = schedule(jobs, TINY, "fifo")
+    fifo = simulate_jobs(jobs, TINY, "fifo")
     assert fifo.start[1] == pytest.approx(100 * t_x) and fifo.start[2] > fifo.finish[1] - 1e-9
 
 
 def test_las_preempts_a_long_job_for_a_newcomer():
     jobs = [Job(0, 0.0, 4, "resnet50", 1000), Job(1, 10.0, 1, "resnet50", 20)]
-    r = schedule(jobs, TINY, "las", quantum=60.0)
+    r = simulate_jobs(jobs, TINY, "las", quantum=60.0)
     t_l = iteration_time("resnet50", {0: 2, 1: 2}, TINY)
     t_n = iteration_time("resnet50", {0: 1}, TINY)
     events = [(t, i, e) for t, i, e, _ in r.timeline]
@@ -75,7 +75,7 @@ def test_las_preempts_a_long_job_for_a_newcomer():
     assert r.finish[1] == pytest.approx(10 + 20 * t_n)
     assert r.finish[0] == pytest.approx(1000 * t_l + 20 * t_n)   # lost only its GPUs for a while
     assert r.start[0] == 0.0
-    fifo = schedule(jobs, TINY, "fifo")
+    fifo = simulate_jobs(jobs, TINY, "fifo")
     assert fifo.start[1] == pytest.approx(1000 * t_l) and r.jct[1] < fifo.jct[1]
 
 
@@ -99,7 +99,7 @@ def _work_done(r, jobs, dc):
 @pytest.mark.parametrize("placement", list(PLACEMENTS))
 def test_every_job_finishes_and_work_is_conserved(queue, placement):
     jobs = workload(40, SMALL, seed=1, mean_interarrival=40.0, sizes=(1, 2, 4, 8), iterations=(100, 2000))
-    r = schedule(jobs, SMALL, queue, placement, quantum=30.0)
+    r = simulate_jobs(jobs, SMALL, queue, placement, quantum=30.0)
     assert isinstance(r, Result) and set(r.finish) == {j.id for j in jobs}
     done = _work_done(r, jobs, SMALL)
     for j in jobs:
@@ -129,13 +129,13 @@ def _intervals(r, jobs):
 
 def test_queueing_and_placement_pay_off_on_a_workload():
     jobs = workload(60, SMALL, seed=0, mean_interarrival=60.0, sizes=(1, 2, 4, 8), iterations=(100, 5000))
-    r = {(q, p): schedule(jobs, SMALL, q, p) for q in QUEUES for p in ("spread", "topology_aware")}
+    r = {(q, p): simulate_jobs(jobs, SMALL, q, p) for q in QUEUES for p in ("spread", "topology_aware")}
     assert min(r["sjf", "topology_aware"].average_jct, r["las", "topology_aware"].average_jct) \
         < r["fifo", "topology_aware"].average_jct
     assert r["las", "topology_aware"].average_jct < r["fifo", "topology_aware"].average_jct
     for q in QUEUES:
         assert r[q, "topology_aware"].average_jct < r[q, "spread"].average_jct
-    assert schedule(jobs, SMALL, "las", "spread") == r["las", "spread"]      # deterministic
+    assert simulate_jobs(jobs, SMALL, "las", "spread") == r["las", "spread"]      # deterministic
 
 
 def test_two_hundred_jobs_are_fast():
@@ -144,7 +144,7 @@ def test_two_hundred_jobs_are_fast():
     for q in QUEUES:
         for p in PLACEMENTS:
             began = time.perf_counter()
-            r = schedule(jobs, dc, q, p)
+            r = simulate_jobs(jobs, dc, q, p)
             assert time.perf_counter() - began < 2.0
             assert len(r.finish) == 200 and math.isfinite(r.average_jct)
 
@@ -152,17 +152,17 @@ def test_two_hundred_jobs_are_fast():
 def test_refusals():
     jobs = _hol_jobs()
     with pytest.raises(ValueError, match=r"queue='lifo'; valid: fifo, sjf, las"):
-        schedule(jobs, TINY, "lifo")
+        simulate_jobs(jobs, TINY, "lifo")
     with pytest.raises(ValueError, match=r"placement='random'; valid: consolidated, spread, topology_aware"):
-        schedule(jobs, TINY, placement="random")
+        simulate_jobs(jobs, TINY, placement="random")
     with pytest.raises(ValueError, match=r"quantum=0 must be a number of seconds > 0"):
-        schedule(jobs, TINY, "las", quantum=0)
+        simulate_jobs(jobs, TINY, "las", quantum=0)
     with pytest.raises(ValueError, match=r"job 5 needs gpus=8 but the cluster has 4 GPUs \(valid: 1..4\)"):
-        schedule([Job(5, 0.0, 8, "resnet50", 10)], TINY)
+        simulate_jobs([Job(5, 0.0, 8, "resnet50", 10)], TINY)
     with pytest.raises(ValueError, match=r"method='nope'; valid: bsp_ps"):
-        schedule(jobs, TINY, method="nope")
+        simulate_jobs(jobs, TINY, method="nope")
     with pytest.raises(ValueError, match=r"job ids must be distinct"):
-        schedule([jobs[0], jobs[0]], TINY)
+        simulate_jobs([jobs[0], jobs[0]], TINY)
     with pytest.raises(ValueError, match=r"model='gpt'; valid: resnet50"):
         Job(0, 0.0, 1, "gpt", 10)
     with pytest.raises(ValueError, match=r"gpus=0 must be an integer >= 1"):

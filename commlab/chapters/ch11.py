@@ -127,7 +127,7 @@ def jobs_table(n_jobs: int = 120, seed: int = 0, mean_interarrival: float = 10.0
     rows = {}
     for q in jobs.QUEUES:
         for p in placement.PLACEMENTS:
-            r = jobs.schedule(work, DATACENTER, queue=q, placement=p)
+            r = jobs.simulate_jobs(work, DATACENTER, queue=q, placement=p)
             rows[(q, p)] = {"average JCT h": r.average_jct / 3600, "makespan h": r.makespan / 3600,
                             "utilization": r.utilization}
     return pd.DataFrame(rows).T.rename_axis(["queue", "placement"])

@@ -5,23 +5,19 @@
 runs at 1 / :func:`~commlab.infra.placement.iteration_time` iterations per second, a speed set by
 its footprint: more nodes and, above all, more racks make its all-reduce slower. It holds its
 GPUs, all or nothing (gang scheduling), until it finishes or is preempted. Time jumps from event
-to event (arrivals, completions and, for LAS, every ``quantum`` seconds).
+to event (arrivals, completions and, for a periodic queue such as LAS, every ``quantum`` s).
 
-**Queues.**
+**Queues.** A queue policy picks who runs; the policies live in a registry by name,
+:data:`~commlab.infra.queue_policies.QUEUE_POLICIES` (:mod:`.queue_policies`, where each one's
+rule and source are written), and :func:`~commlab.infra.queue_policies.register_queue_policy` adds
+one. The built-ins, :data:`QUEUES`:
 
-* ``"fifo"``: strict arrival order. If the head of the queue does not fit, nobody behind it
-  starts (head-of-line blocking), however small.
-* ``"sjf"``: shortest job first by estimated service, gpus x iterations x the iteration time on
-  the most compact placement; non-preemptive; every waiting job that fits starts, shortest
-  first. It needs the job's length in advance, which a real cluster rarely knows.
-* ``"las"``: least attained service, after Tiresias (Gu et al., "Tiresias: A GPU Cluster Manager
-  for Distributed Deep Learning", NSDI 2019), which needs no length: a job's attained service
-  is GPUs x seconds run so far. At every arrival, completion and every ``quantum`` seconds all
-  jobs, running and waiting, are sorted by it (ties by arrival) and given GPUs greedily in that
-  order; running jobs left out are preempted and lose only their GPUs (checkpointing is taken
-  to be free); jobs kept keep their placement; the newly chosen ones are placed afresh, so a job
-  may resume elsewhere at another speed. Tiresias discretises the priorities into a few queues
-  to avoid thrashing; this is the plain, continuous version.
+* ``"fifo"``: strict arrival order, with head-of-line blocking.
+* ``"sjf"``: shortest job first by estimated service (it needs the job's length in advance);
+  non-preemptive.
+* ``"las"``: least attained service, after Tiresias (Gu et al., NSDI 2019): all jobs, running
+  and waiting, re-ranked by GPU-seconds run so far at every event and every ``quantum`` seconds;
+  preemptive.
 
 **Workload.** :func:`workload` draws Poisson arrivals and job sizes skewed to small jobs, as in
 Microsoft's Philly trace (Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for
@@ -38,8 +34,9 @@ import numpy as np
 from ..sim.devices import BUILTINS
 from ..sim.iteration import METHODS
 from .placement import PLACEMENTS, Datacenter, iteration_time, topology_aware
+from .queue_policies import BUILTIN_QUEUES, QueueState, queue_policy
 
-QUEUES = ("fifo", "sjf", "las")
+QUEUES = BUILTIN_QUEUES  # the built-in queue policies; every registered one: queue_policies.QUEUE_POLICIES
 _EPS = 1e-12  # relative slack for completions that coincide in floating point
 
 
@@ -123,8 +120,7 @@ class Result:
 
 
 def _validate(jobs, dc, queue, placement, quantum, method):
-    if queue not in QUEUES:
-        raise ValueError(f"queue={queue!r}; valid: {', '.join(QUEUES)}")
+    queue_policy(queue)
     if placement not in PLACEMENTS:
         raise ValueError(f"placement={placement!r}; valid: {', '.join(PLACEMENTS)}")
     if method not in METHODS:
@@ -142,12 +138,15 @@ def _validate(jobs, dc, queue, placement, quantum, method):
             raise ValueError(f"job {j.id} needs gpus={j.gpus} but the cluster has {dc.gpus} GPUs (valid: 1..{dc.gpus})")
 
 
-def schedule(jobs: list[Job], dc: Datacenter, queue: str = "fifo", placement: str = "topology_aware",
-             quantum: float = 60.0, method: str = "wfbp_a2a") -> Result:
-    """Simulate ``jobs`` on ``dc`` under a queue of :data:`QUEUES` and a policy of
-    :data:`~commlab.infra.placement.PLACEMENTS` (see the module doc); ``quantum``: LAS's period
-    (s); ``method``: the training method :func:`commlab.sim.iteration` times."""
+def simulate_jobs(jobs: list[Job], dc: Datacenter, queue: str = "fifo", placement: str = "topology_aware",
+                  quantum: float = 60.0, method: str = "wfbp_a2a") -> Result:
+    """Simulate ``jobs`` arriving at the cluster ``dc``, event by event, under the queue policy
+    ``queue`` (a name in :data:`~commlab.infra.queue_policies.QUEUE_POLICIES`; built-ins
+    :data:`QUEUES`) and the placement ``placement`` (:data:`~commlab.infra.placement.PLACEMENTS`);
+    see the module doc. ``quantum``: the period (s) at which a periodic policy such as LAS is
+    woken while jobs wait; ``method``: the training method :func:`commlab.sim.iteration` times."""
     _validate(jobs, dc, queue, placement, quantum, method)
+    policy = queue_policy(queue)
     place = PLACEMENTS[placement]
     compact = {}
     for j in jobs:
@@ -180,47 +179,24 @@ def schedule(jobs: list[Job], dc: Datacenter, queue: str = "fifo", placement: st
             free[node] += g
         timeline.append((t, i, event, dict(where)))
 
-    def decide():
-        if queue == "fifo":
-            while waiting and (where := place(free, dc, by_id[waiting[0]].gpus)) is not None:
-                run(waiting.pop(0), where)
-        elif queue == "sjf":
-            for i in sorted(waiting, key=lambda i: (alone[i] * by_id[i].gpus, by_id[i].arrival, i)):
-                if (where := place(free, dc, by_id[i].gpus)) is not None:
-                    waiting.remove(i)
-                    run(i, where)
-        else:
-            order = sorted([*held, *waiting], key=lambda i: (attained[i], by_id[i].arrival, i))
-            chosen, room = [], dc.gpus
-            for i in order:
-                if by_id[i].gpus <= room:
-                    chosen.append(i)
-                    room -= by_id[i].gpus
-            keep = set(chosen)
-            for i in sorted(held):
-                if i not in keep:
-                    stop(i, "preempt")
-                    waiting.append(i)
-            for i in chosen:
-                if i not in held:
-                    waiting.remove(i)
-                    run(i, place(free, dc, by_id[i].gpus))
-
+    state = QueueState(dc=dc, jobs=by_id, waiting=waiting, held=held, free=free, alone=alone, attained=attained,
+                       _place=lambda i: place(free, dc, by_id[i].gpus), _run=run,
+                       _stop=lambda i: stop(i, "preempt"), t=t)
     while a < len(arrivals) or held or waiting:
         ends = {i: t + left[i] * period[i] for i in held}
         nxt = min(ends.values(), default=math.inf)
         if a < len(arrivals):
             nxt = min(nxt, arrivals[a].arrival)
-        if queue == "las" and waiting:
+        if policy.periodic and waiting:
             nxt = min(nxt, (math.floor(t / quantum + _EPS) + 1) * quantum)
         if nxt == math.inf:
-            raise RuntimeError(f"scheduler stuck at t={t}: waiting {waiting} cannot start on an idle cluster")
+            raise RuntimeError(f"queue {queue!r} stuck at t={t}: waiting {waiting} cannot start on an idle cluster")
         dt = nxt - t
         for i in held:
             left[i] -= dt / period[i]
             attained[i] += dt * by_id[i].gpus
             busy += dt * by_id[i].gpus
-        t = nxt
+        t = state.t = nxt
         for i in sorted(i for i, e in ends.items() if e <= t + _EPS * max(1.0, t)):
             left[i] = 0.0
             finish[i] = t
@@ -228,7 +204,7 @@ def schedule(jobs: list[Job], dc: Datacenter, queue: str = "fifo", placement: st
         while a < len(arrivals) and arrivals[a].arrival <= t:
             waiting.append(arrivals[a].id)
             a += 1
-        decide()
+        policy.decide(state)
 
     jct = {j.id: finish[j.id] - j.arrival for j in jobs}
     makespan = max(finish.values()) - arrivals[0].arrival
