@@ -1,6 +1,6 @@
-"""The layers of DESIGN.md, enforced by import-linter (the contracts are in pyproject.toml):
-imports only point down, no circle of imports inside a package, exercises never import
-figure code. Each contract is also shown to fail on a copy of the package with one bad
+"""The layers of docs/architecture.md, enforced by import-linter (the contracts are in
+pyproject.toml): imports only point down, no circle of imports inside a package, exercises
+never import figure code. Each contract is also shown to fail on a copy of the package with one bad
 import added, so a future import that points up cannot pass CI."""
 import os
 import pathlib
@@ -37,9 +37,9 @@ def _copy_with(tmp_path, module: str, line: str) -> pathlib.Path:
 
 
 @pytest.mark.parametrize("module,line,broken", [
-    ("net/cost.py", "from ..arch import ring  # up from the ground floor", "Layers of DESIGN.md"),
+    ("net/cost.py", "from ..arch import ring  # up from the ground floor", "Layers of docs/architecture.md"),
     ("compress/qsgd.py", "from ..arch.collectives import allreduce  # a compressor talking to Comm",
-     "Layers of DESIGN.md"),
+     "Layers of docs/architecture.md"),
     ("arch/ring.py", "from . import collectives  # collectives imports ring", "No circle of imports"),
     ("chapters/exercises/ch02.py", "from ..ch02 import allreduce_time  # figure code", "Exercises never import"),
 ])
