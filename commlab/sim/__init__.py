@@ -1,6 +1,6 @@
 """A discrete-event simulator of whole data-parallel iterations on GPU clusters.
 
-The simulated executor of DESIGN.md's "one policy, two executors": it replays the schedule
+The simulated executor of docs/architecture.md's "one policy, two executors": it replays the schedule
 policies of :mod:`commlab.schedule` (WFBP, fusion, MG-WFBP, ByteScheduler, P3) on per-layer
 profiles and a cluster of nodes, GPUs and links, at thousands of GPUs::
 
