@@ -38,14 +38,13 @@ from .net.link import PROFILES
 from .history import Diverged
 from .runtime import RUNTIMES, RankError
 from .parallel.configs import MODELS as LARGE
-from .sim.protocols import PROTOCOLS
 
 
 def _names() -> dict:
     return {"sync": sync_pkg.SYNCS.names(), "arch": arch_pkg.ARCHITECTURES.names(),
             "compress": compress_pkg.COMPRESSORS.names() + ["<compressor>+ef", "<sparsifier>+<quantizer>"],
             "schedule": schedule_pkg.SCHEDULES.names(), "model": list(models_pkg.MODELS),
-            "data": list(data_pkg._LOADERS), "net": list(PROFILES), "cluster link": [*PROFILES, *sim.LINKS, *PROTOCOLS],
+            "data": list(data_pkg._LOADERS), "net": list(PROFILES), "cluster link": list(PROFILES),
             "runtime": list(RUNTIMES), "method": list(sim.METHODS), "profile": list(sim.BUILTINS),
             "advised model": [*sim.BUILTINS, *LARGE]}
 

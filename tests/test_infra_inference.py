@@ -5,7 +5,7 @@ import pytest
 from commlab.arch import halving_doubling, ring
 from commlab.infra import inference as inf
 from commlab.parallel.configs import MODELS
-from commlab.sim.links import link
+from commlab.net.link import get_link as link
 
 
 def test_kv_bytes_from_the_architecture():

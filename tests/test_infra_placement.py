@@ -7,7 +7,7 @@ from commlab.infra import placement as pl
 from commlab.infra.placement import (PLACEMENTS, Datacenter, consolidated, iteration_time, spread,
                                      topology_aware)
 from commlab.net.link import LinkModel
-from commlab.sim.links import link
+from commlab.net.link import get_link as link
 
 DC = Datacenter(2, 2, 4)      # nodes 0, 1 in rack 0; nodes 2, 3 in rack 1
 FREE = [1, 3, 4, 2]

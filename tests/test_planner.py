@@ -6,7 +6,7 @@ from commlab.arch import ring
 from commlab.parallel.configs import MODELS
 from commlab.parallel.planner import PUBLISHED, activations, candidates, plan, published_plan
 from commlab.parallel.zero import zero_memory
-from commlab.sim import link
+from commlab.net.link import get_link as link
 
 
 def test_model_states_are_zeros_formula_over_the_model_parallel_share():

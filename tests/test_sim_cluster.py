@@ -2,7 +2,8 @@
 import pytest
 
 from commlab.net.link import LinkModel
-from commlab.sim import LINKS, Cluster
+from commlab.net.link import PROFILES as LINKS
+from commlab.sim import Cluster
 
 
 def test_shape_and_links():

@@ -4,11 +4,11 @@ import random
 import pytest
 
 from commlab import schedule, sim
-from commlab.net.link import LinkModel
+from commlab.net.link import LinkModel, get_link
 from commlab.sim import Cluster
 
-IB = sim.LINKS["100GbIB-survey"]
-ETH = sim.LINKS["10GbE-mgwfbp"]
+IB = get_link("100GbIB-survey")
+ETH = get_link("10GbE-mgwfbp")
 
 
 @pytest.fixture(scope="module")

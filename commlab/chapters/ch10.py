@@ -18,6 +18,7 @@ from ..data import load
 from ..models import build_model
 from ..net.clock import Network
 from ..net.link import LinkModel
+from ..net.link import get_link as link
 from ..parallel import planner
 from ..parallel.configs import MODELS
 from ..parallel.experts import ExpertParallelMoE, MoE
@@ -27,7 +28,7 @@ from ..parallel.tensor import tp_bytes
 from ..parallel.tensor_layer import ParallelTransformerLayer, sync_replicated_grads
 from ..parallel.zero import ZeroExchange, zero_bytes, zero_memory
 from ..runtime import launch
-from ..sim import get_device, link
+from ..sim import get_device
 from ..train import Trainer
 
 MLP = dict(model="mlp", data="digits", batch_size=32, lr=0.1, momentum=0.9, seed=0, progress=False, eval_every=10,

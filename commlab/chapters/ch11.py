@@ -21,8 +21,8 @@ from ..sim.fabric import bcube, fat_tree
 from ..sim.flows import ring_allreduce
 from ..sim.gpu_fabric import build, gpu_cluster, switch_count
 from ..sim.innetwork import ina_speedup
-from ..sim.links import link
-from ..sim.protocols import PROTOCOLS
+from ..net.link import get_link as link
+from ..net.protocols import PROTOCOLS
 
 MB = 1e6
 

@@ -219,7 +219,7 @@ def survey_check() -> pd.DataFrame:
 
 
 # The survey's testbed (Shi et al. 2021): 8 nodes of 4 GPUs, PCIe 3.0 inside a node, and one of
-# three networks between nodes (links of commlab.sim.links calibrated from the survey).
+# three networks between nodes (links of commlab.net.measured calibrated from the survey).
 TESTBED = {"100Gb IB": "100GbIB-survey", "10GbE": "10GbE-survey", "100GbE": "100GbE-survey"}
 
 

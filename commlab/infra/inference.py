@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 from .. import checks
 from ..arch import halving_doubling, ring
+from ..net.link import get_link
 from ..parallel.configs import get_model as _model
-from ..sim.links import link as get_link
+from ..sim.devices import DEVICES
 
 BYTES = 2  # bf16 weights, activations and cache
 
@@ -46,7 +47,9 @@ class Accelerator:
     memory_bw: float      # bytes/s
 
 
-ACCELERATORS = {"a100": Accelerator("a100", 312e12, 2.039e12), "h100": Accelerator("h100", 989e12, 3.35e12)}
+# peak FLOP/s from the simulator's devices (one place for a datasheet figure); HBM bandwidth from
+# the datasheets: A100 80 GB 2.039 TB/s, H100 SXM 3.35 TB/s
+ACCELERATORS = {n: Accelerator(n, DEVICES[n].flops, bw) for n, bw in (("a100", 2.039e12), ("h100", 3.35e12))}
 ALLREDUCE = {"ring": ring.cost, "halving_doubling": halving_doubling.cost}
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ..net.link import LinkModel
 from ..sim.cluster import Cluster
 from ..sim.iteration import iteration
-from ..sim.links import link
+from ..net.link import get_link as link
 
 
 def _count(name, v):

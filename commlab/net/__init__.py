@@ -1,8 +1,12 @@
-"""What the wire costs: link models and profiles, the simulated clock, closed forms, calibration."""
+"""What the wire costs: link models and the one table of named links (nominal, measured in the
+literature, transports), the simulated clock, closed forms, calibration."""
 from . import cost
 from .calibrate import calibrate
 from .clock import Clock, Network, as_network
-from .link import PROFILES, LinkModel, get_link
+from .link import PROFILES, SOURCES, LinkModel, get_link, register
+from . import measured, protocols  # noqa: E402  (they register their links in PROFILES)
+from .protocols import PROTOCOLS, Protocol, protocol
 from .stragglers import Stragglers
 
-__all__ = ["cost", "calibrate", "Clock", "Network", "as_network", "PROFILES", "LinkModel", "get_link", "Stragglers"]
+__all__ = ["cost", "calibrate", "Clock", "Network", "as_network", "PROFILES", "SOURCES", "LinkModel", "get_link",
+           "register", "measured", "protocols", "PROTOCOLS", "Protocol", "protocol", "Stragglers"]

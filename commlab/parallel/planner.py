@@ -2,7 +2,7 @@
 
 ``plan("gpt3-175b", gpus=1024, tp=8, pp=16, dp=8, batch=1536)`` returns a :class:`Plan`; every
 number follows from a formula below, on a :class:`commlab.sim.Cluster` (default: DGX A100 nodes,
-8 GPUs on NVSwitch, one 200 Gb/s HDR InfiniBand adapter per GPU; :mod:`commlab.sim.links`) and a
+8 GPUs on NVSwitch, one 200 Gb/s HDR InfiniBand adapter per GPU; :mod:`commlab.net.measured`) and a
 :class:`commlab.sim.Device` (default ``a100``, 312 TFLOP/s bf16). Ranks follow Megatron-LM's order
 (:mod:`.layout`): a tp group inside a node when tp <= GPUs per node; the dp replicas of a stage
 next; a pipeline boundary crosses nodes once a stage (tp dp GPUs) fills a node.
@@ -39,7 +39,7 @@ from .. import checks
 from ..arch import ring
 from ..sim.cluster import Cluster
 from ..sim.devices import get_device
-from ..sim.links import link as get_link
+from ..net.link import get_link
 from .configs import get_model
 from .zero import zero_memory
 

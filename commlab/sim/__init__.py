@@ -9,7 +9,8 @@ profiles and a cluster of nodes, GPUs and links, at thousands of GPUs::
     it = sim.iteration("resnet50", c, method="mg_wfbp")       # or arch="ps", schedule="wfbp"
     it.time, it.throughput, it.speedup, it.timeline
 
-Modules, one idea each: :mod:`.links` (links calibrated from the literature),
+Links are named in :data:`commlab.net.link.PROFILES` (nominal, measured in the literature:
+:mod:`commlab.net.measured`, transports: :mod:`commlab.net.protocols`). Modules, one idea each:
 :mod:`.devices` (profiles from FLOPs, scaled to a device's single-GPU throughput),
 :mod:`.cluster` (nodes and links, and which collective model and why),
 :mod:`.collectives` (closed forms), :mod:`.events` (the message-level event loop),
@@ -33,9 +34,8 @@ from .fabric import Fabric, bcube, fat_tree, torus_2d
 from .gpu_fabric import FABRICS, build, gpu_cluster
 from .frameworks import FRAMEWORKS, Framework, framework
 from .iteration import LEVELS, METHODS, Iteration, iteration
-from .links import LINKS, SOURCES, link
 from . import survey  # noqa: E402  (after iteration, which it reads)
 
 __all__ = ["Profile", "profile", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
-           "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "LINKS", "SOURCES", "link", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS",
+           "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS",
            "FRAMEWORKS", "Framework", "framework", "survey"]

@@ -2,8 +2,8 @@
 
 ``Cluster(nodes, gpus_per_node, intra=..., inter=..., allreduce="ring")`` has P = nodes x
 gpus_per_node GPUs, ranked node by node (rank r on node r // gpus_per_node). A link is a name of
-:data:`commlab.sim.links.LINKS` (calibrated from the literature), a nominal profile of
-:mod:`commlab.net.link`, or a :class:`~commlab.net.link.LinkModel`.
+:data:`commlab.net.link.PROFILES` (nominal, measured in the literature: :mod:`commlab.net.measured`,
+or a transport: :mod:`commlab.net.protocols`), or a :class:`~commlab.net.link.LinkModel`.
 
 **Endpoints.** Every GPU has its own port onto the intra-node link (PCIe, NVLink); every node has
 one network card (NIC) shared by its GPUs, and every inter-node message leaves through the
@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..net.link import LinkModel
-from .links import link
+from ..net.link import get_link as link
 
 ALLREDUCE = ("ring", "hierarchical", "nccl")
 

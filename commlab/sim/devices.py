@@ -55,6 +55,8 @@ DEVICES: dict[str, Device] = {
                                               "bert-large": (8, 49.0)}),
     # NVIDIA A100 datasheet: 312 TFLOP/s dense bf16/fp16 tensor-core peak; no measured step times
     "a100": Device("a100", 312e12),
+    # NVIDIA H100 SXM datasheet: 989 TFLOP/s dense bf16 tensor-core peak; no measured step times
+    "h100": Device("h100", 989e12),
 }
 BUILTINS = ("resnet50", "bert-base", "bert-large")
 

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .. import checks
-from .links import link as get_link
+from ..net.link import get_link
 
 
 @dataclass

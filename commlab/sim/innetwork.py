@@ -11,7 +11,7 @@ are scaled to fixed point first (:mod:`commlab.infra.switch` runs this protocol 
 
 **Time** of one aggregation of n bytes over a full-duplex link (alpha, C), by default 100 Gb/s
 Ethernet with a kernel-bypass stack (SwitchML's DPDK or RDMA workers; ``rdma-100GbE`` of
-:mod:`commlab.sim.protocols`):
+:mod:`commlab.net.protocols`):
 
 * the packets: n / (4 elements) chunks, each ``4 elements + header`` bytes on the wire;
 * self-clocked: a worker has at most ``slots`` packets in flight, and a slot comes back after a
@@ -28,7 +28,7 @@ chunk, worker bitmap); SwitchML's exact header is not modelled beyond that, an a
 from __future__ import annotations
 
 from ..arch import ring
-from .links import link as get_link
+from ..net.link import get_link
 
 HEADER = 54
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..net.link import LinkModel
+from .link import LinkModel, register
 
 
 @dataclass(frozen=True)
@@ -60,3 +60,8 @@ def protocol(name) -> Protocol:
     if name not in PROTOCOLS:
         raise ValueError(f"unknown protocol {name!r}; valid: {', '.join(PROTOCOLS)}")
     return PROTOCOLS[name]
+
+
+for _p in PROTOCOLS.values():
+    register(_p.link(), f"nominal transport: {_p.gbits:g} Gb/s line rate, {_p.latency * 1e6:g} us start-up, "
+                        f"{_p.copies} CPU copies per byte at {_p.copy_rate / 1e9:g} GB/s")

@@ -1,10 +1,12 @@
-"""sim.links: the calibrated links reproduce the measurements they were solved from."""
+"""net.measured: the links measured in the literature reproduce the measurements they were solved
+from, and every link of the one table has a source."""
 import pytest
 
 from commlab.arch import ring
-from commlab.net.link import LinkModel
-from commlab.sim import LINKS, SOURCES, link
-from commlab.sim.links import SURVEY_NODE_CELL
+from commlab.net.link import PROFILES as LINKS
+from commlab.net.link import SOURCES, LinkModel, register
+from commlab.net.link import get_link as link
+from commlab.net.measured import MEASURED, SURVEY_NODE_CELL
 
 
 @pytest.mark.parametrize("name,large,small", [("10GbE-survey", 8.2, 1.2), ("100GbE-survey", 16.5, 4.6),
@@ -37,6 +39,16 @@ def test_every_link_has_a_source_and_a_name():
     assert set(SOURCES) == set(LINKS)
     for name, l in LINKS.items():
         assert l.name == name and l.alpha > 0 and l.beta > 0
+
+
+def test_one_table_holds_nominal_measured_and_transport_links():
+    assert set(MEASURED) < set(LINKS) and {"10GbE", "NVLink", "tcp-10GbE", "rdma-100GbIB"} < set(LINKS)
+    from commlab.net.protocols import PROTOCOLS
+    assert link("tcp-10GbE") == PROTOCOLS["tcp-10GbE"].link()
+    with pytest.raises(ValueError, match="a LinkModel with a new name"):
+        register(LinkModel(1e-6, 1e-9, "10GbE"), "again")
+    with pytest.raises(ValueError, match="needs the link's source"):
+        register(LinkModel(1e-6, 1e-9, "fresh-link"), "")
 
 
 def test_lookup():

@@ -1,10 +1,10 @@
-"""commlab.sim.protocols: the link a protocol gives, its CPU cost, the names the simulator's links
+"""commlab.net.protocols: the link a protocol gives, its CPU cost, the names the simulator's links
 accept, and the survey's ordering of the same job on RDMA, 100GbE TCP and 10GbE."""
 import pytest
 
 from commlab import sim
-from commlab.sim.links import link
-from commlab.sim.protocols import PROTOCOLS, Protocol, protocol
+from commlab.net.link import get_link as link
+from commlab.net.protocols import PROTOCOLS, Protocol, protocol
 
 
 def test_link_is_latency_plus_wire_plus_copies():

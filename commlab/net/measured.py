@@ -1,4 +1,4 @@
-"""Links calibrated from the literature, for the simulator's clusters.
+"""Links measured in the literature, registered in :data:`commlab.net.link.PROFILES`.
 
 Each link is an alpha-beta (Hockney) model, one message of n bytes in ``alpha + n beta`` seconds
 (:class:`commlab.net.link.LinkModel`). The figures below come from point-to-point or collective
@@ -60,14 +60,12 @@ fit.
   200 Gb/s HDR InfiniBand adapter per GPU), the cluster of Megatron-LM's SC'21 runs, for the
   large-model planner (:mod:`commlab.parallel.planner`). Datasheet rates, not measurements.
 
-Any name that is not here falls through to :data:`commlab.net.link.PROFILES` (nominal figures),
-and a :class:`~commlab.net.link.LinkModel` is taken as it is.
+Each is registered under its name with its source (:func:`commlab.net.link.register`), so that
+every reader of a link name (the Trainer, ``sim.Cluster``, the planner, the command line) knows it.
 """
 from __future__ import annotations
 
-from ..net.link import PROFILES as NOMINAL
-from ..net.link import LinkModel, get_link
-from .protocols import PROTOCOLS
+from .link import LinkModel, register
 
 
 def two_point(gbits_large: float, gbits_small: float, name: str, large: int = 1 << 20, small: int = 1 << 14) -> LinkModel:
@@ -95,7 +93,7 @@ def _ring_fit(a: float, b: float, p: int, name: str) -> LinkModel:
     return LinkModel(a / (2 * (p - 1)), b * p / (2 * (p - 1)), name)
 
 
-LINKS: dict[str, LinkModel] = {
+MEASURED: dict[str, LinkModel] = {
     "10GbE-survey": two_point(8.2, 1.2, "10GbE-survey"),
     "100GbE-survey": two_point(16.5, 4.6, "100GbE-survey"),
     "100GbIB-survey": two_point(83.2, 16.7, "100GbIB-survey"),
@@ -108,7 +106,7 @@ LINKS: dict[str, LinkModel] = {
     "200GbHDR-IB": LinkModel(2e-6, 1 / 25e9, "200GbHDR-IB"),
 }
 
-SOURCES: dict[str, str] = {
+_SOURCES: dict[str, str] = {
     "10GbE-survey": "Shi et al., IEEE Network 2021, section 2: 1 MB at 8.2 Gb/s, 16 KB at 1.2 Gb/s (TCP/IP)",
     "100GbE-survey": "Shi et al., IEEE Network 2021, section 2: 1 MB at 16.5 Gb/s, 16 KB at 4.6 Gb/s (TCP/IP)",
     "100GbIB-survey": "Shi et al., IEEE Network 2021, section 2: 1 MB at 83.2 Gb/s, 16 KB at 16.7 Gb/s (RDMA)",
@@ -123,16 +121,5 @@ SOURCES: dict[str, str] = {
                    "(nominal 25 GB/s; latency assumed 2 us)",
 }
 
-
-def link(spec) -> LinkModel:
-    """A LinkModel from itself, a name of :data:`LINKS`, a transport of
-    :data:`commlab.sim.protocols.PROTOCOLS`, or a nominal profile name."""
-    if isinstance(spec, str) and spec in LINKS:
-        return LINKS[spec]
-    if isinstance(spec, str) and spec in PROTOCOLS:
-        return PROTOCOLS[spec].link()
-    try:
-        return get_link(spec)
-    except ValueError:
-        raise ValueError(f"unknown link {spec!r}; valid: {', '.join([*LINKS, *PROTOCOLS, *NOMINAL])} "
-                         "(or a LinkModel(alpha, beta))") from None
+for _name, _link in MEASURED.items():
+    register(_link, _SOURCES[_name])
