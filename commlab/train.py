@@ -177,7 +177,7 @@ def _plan(schedule, probe, ds, c: Config, arch, network) -> Scheduled:
     flops = network.flops if network is not None and network.flops else DEFAULT_FLOPS
     link = network.link if network is not None else get_link("10GbE")
     profile = schedule_pkg.model_profile(probe, ds.x_train[:c.batch_size], flops=flops)
-    comm_time = lambda n: arch.time(n, c.workers, link)  # noqa: E731
+    comm_time = lambda n: arch.time(n, c.workers, link, network)  # noqa: E731
     plan = schedule.plan(profile, comm_time)
     messages = schedule_pkg.dispatch(plan, profile, comm_time)
     numels = [p.numel() for p in probe.parameters() if p.requires_grad]

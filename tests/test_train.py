@@ -334,3 +334,22 @@ def test_python_bound_ranks_share_one_core(hidden, batch, one_core, monkeypatch)
     assert (tr.flops_per_sample * batch < train.PYTHON_BOUND_FLOPS) == one_core
     tr.fit(2)
     assert seen == [one_core]
+
+
+def test_a_schedule_over_the_hierarchical_allreduce_plans_with_the_runs_nodes():
+    """The planner's closed form takes the node structure the run itself uses: the spec's
+    group_size, else the Network's ranks_per_node and intra_link; without either it refuses."""
+    from commlab.arch import get as get_arch
+    from commlab.arch import hierarchical
+    from commlab.net import Network
+
+    slow, fast = get_link("10GbE"), get_link("NVLink")
+    nodes = Network("10GbE", ranks_per_node=2, intra_link="NVLink")
+    hier = get_arch("hierarchical")
+    assert hier.time(1e6, 4, slow, nodes) == hierarchical.cost(1e6, 4, slow, 2, fast)
+    assert get_arch("hierarchical(group_size=2)").time(1e6, 4, slow) == hierarchical.cost(1e6, 4, slow, 2, slow)
+    with pytest.raises(ValueError, match="needs group_size="):
+        hier.time(1e6, 4, slow, Network("10GbE"))
+    a = Trainer(workers=4, arch="hierarchical", schedule="wfbp", net=nodes, progress=False).fit(steps=2)
+    b = Trainer(workers=4, arch="hierarchical", net=nodes, progress=False).fit(steps=2)
+    assert a.loss == b.loss  # scheduling never changes a loss

@@ -78,9 +78,21 @@ class AllReduce:
     def exchange(self, comm, model, optimizer, setup: ExchangeSetup) -> AllReduceExchange:
         return AllReduceExchange(comm, self, setup.compressor)
 
-    def time(self, nbytes: float, workers: int, link) -> float:
-        """Closed-form seconds of one all-reduce of ``nbytes``."""
-        return collectives.cost(nbytes, workers, link, self.name, **self.kw)
+    def time(self, nbytes: float, workers: int, link, network=None) -> float:
+        """Closed-form seconds of one all-reduce of ``nbytes`` on ``link``. An algorithm whose cost
+        reads the node structure (``group_size``, ``intra_link``: the hierarchical one) takes what
+        its spec does not give from the run's ``network``, as the run itself does: its
+        ``ranks_per_node`` and ``intra_link``, else every message on ``link``."""
+        kw = dict(self.kw)
+        needs = inspect.signature(collectives.COSTS[self.name]).parameters if self.name in collectives.COSTS else {}
+        if "intra_link" in needs:
+            kw.setdefault("intra_link", getattr(network, "intra_link", None) or link)
+        if "group_size" in needs and kw.get("group_size") is None:
+            kw["group_size"] = getattr(network, "ranks_per_node", None)
+            if kw["group_size"] is None:
+                raise ValueError(f"{self.name} all-reduce needs group_size= (ranks per node), or a run whose "
+                                 "Network(ranks_per_node=...) says it")
+        return collectives.cost(nbytes, workers, link, self.name, **kw)
 
     def __repr__(self) -> str:
         args = "".join(f", {k}={v!r}" for k, v in self.kw.items())
@@ -163,8 +175,9 @@ class ParameterServer:
                           **self._sgd(model, optimizer, setup))
         return ServerExchange(client, setup.compressor)
 
-    def time(self, nbytes: float, workers: int, link) -> float:
-        """Closed-form seconds of one BSP push/pull of ``nbytes`` (:mod:`commlab.arch.ps_layout`)."""
+    def time(self, nbytes: float, workers: int, link, network=None) -> float:
+        """Closed-form seconds of one BSP push/pull of ``nbytes`` (:mod:`commlab.arch.ps_layout`); the run's
+        ``network`` does not enter: every message is on ``link``."""
         if self.colocated:
             return ps_colocated(nbytes, workers, self.shards, link)
         return ps_sharded(nbytes, workers, self.shards, link)

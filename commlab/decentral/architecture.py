@@ -154,8 +154,9 @@ class Gossip:
     def exchange(self, comm, model, optimizer, setup) -> GossipExchange:
         return GossipExchange(comm, self.topology_for(comm.world_size), setup.compressor)
 
-    def time(self, nbytes: float, workers: int, link) -> float:
-        """Closed-form seconds of one gossip step of ``nbytes`` per node."""
+    def time(self, nbytes: float, workers: int, link, network=None) -> float:
+        """Closed-form seconds of one gossip step of ``nbytes`` per node; the run's
+        ``network`` does not enter: every message is on ``link``."""
         return gossip.cost(nbytes, self.topology_for(workers).max_degree, link)
 
     def __repr__(self) -> str:

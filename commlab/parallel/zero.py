@@ -117,9 +117,10 @@ class Zero:
     def exchange(self, comm, model, optimizer, setup) -> "ZeroExchange":
         return ZeroExchange(comm, model, optimizer.param_groups[0], self.stage, self.optimizer, self.precision)
 
-    def time(self, nbytes: float, workers: int, link) -> float:
+    def time(self, nbytes: float, workers: int, link, network=None) -> float:
         """Closed-form seconds of one step's messages: a ring reduce-scatter and all-gather of
-        ``nbytes`` (a ring all-reduce, :func:`commlab.arch.ring.cost`), 1.5 times that at stage 3."""
+        ``nbytes`` (a ring all-reduce, :func:`commlab.arch.ring.cost`), 1.5 times that at stage 3. The run's
+        ``network`` does not enter: every message is on ``link``."""
         return (1.5 if self.stage == 3 else 1.0) * ring.cost(nbytes, workers, get_link(link))
 
     def __repr__(self) -> str:
