@@ -31,10 +31,10 @@ def qsgd_bound(d: int, levels: int) -> float:
 
 
 def check_qsgd_bound(answer) -> bool:
-    """Exercise 2: QSGD's variance bound, E ||Q(v) - v||^2 <= omega ||v||^2: the value of omega
+    """Exercise 2: QSGD's variance bound, E ||Q(v) - v||^2 <= theta ||v||^2: the value of theta
     for s = 50 levels and one bucket of d = 10,000 values."""
     c = QSGD_BOUND
-    return check_number("QSGD variance bound omega", answer, qsgd_bound(c["d"], c["levels"]), rel=1e-6,
+    return check_number("QSGD variance bound theta", answer, qsgd_bound(c["d"], c["levels"]), rel=1e-6,
                         hint="Lemma 3.1 of the QSGD paper with the bucket b = d: which branch of the "
                              "minimum is smaller?")
 
