@@ -44,7 +44,7 @@ def _names() -> dict:
     return {"sync": sync_pkg.SYNCS.names(), "arch": arch_pkg.ARCHITECTURES.names(),
             "compress": compress_pkg.COMPRESSORS.names() + ["<compressor>+ef", "<sparsifier>+<quantizer>"],
             "schedule": schedule_pkg.SCHEDULES.names(), "model": list(models_pkg.MODELS),
-            "data": list(data_pkg._LOADERS), "net": list(PROFILES), "cluster link": list(PROFILES),
+            "data": list(data_pkg.LOADERS), "net": list(PROFILES), "cluster link": list(PROFILES),
             "runtime": list(RUNTIMES), "method": list(sim.METHODS), "profile": list(sim.BUILTINS),
             "advised model": [*sim.BUILTINS, *LARGE]}
 
@@ -112,7 +112,7 @@ def _train(p, a) -> int:
     from .train import Trainer
 
     _check_name(p, "--model", a.model, list(models_pkg.MODELS))
-    _check_name(p, "--data", a.data, list(data_pkg._LOADERS))
+    _check_name(p, "--data", a.data, list(data_pkg.LOADERS))
     out, ext = a.out, os.path.splitext(a.out)[1].lower()
     png = a.plot or os.path.splitext(out)[0] + ".png"
     try:  # every output can be written, before any work starts

@@ -135,7 +135,8 @@ def _tokens(seed: int, n: int = 4000, seq_len: int = 16, vocab_size: int = 16, c
                    input_shape=(seq_len,), vocab_size=vocab_size)
 
 
-_LOADERS = {"digits": _digits, "mnist1d": _mnist1d, "synthetic": _synthetic, "tokens": _tokens}
+# name -> loader(seed, **kw): the data sets load() knows, read by the command line too
+LOADERS = {"digits": _digits, "mnist1d": _mnist1d, "synthetic": _synthetic, "tokens": _tokens}
 
 
 def load(name: str, seed: int = 0, **kw) -> Dataset:
@@ -147,9 +148,9 @@ def load(name: str, seed: int = 0, **kw) -> Dataset:
     features=20, classes=4, separation=2.0, test_fraction=0.2)``; ``tokens(n=4000,
     seq_len=16, vocab_size=16, classes=4, test_fraction=0.2)``.
     """
-    if name not in _LOADERS:
-        raise ValueError(f"unknown data set {name!r}; valid names: {', '.join(_LOADERS)}")
-    return _LOADERS[name](seed, **kw)
+    if name not in LOADERS:
+        raise ValueError(f"unknown data set {name!r}; valid names: {', '.join(LOADERS)}")
+    return LOADERS[name](seed, **kw)
 
 
 # ----------------------------------------------------------------------------- shards

@@ -46,11 +46,6 @@ SUSPICIOUS = (
 )
 
 
-class CheckedOutputError(ValueError):
-    """A checked cell's output cannot be stored: nbval could not compare it, or it looks
-    non-deterministic."""
-
-
 def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 

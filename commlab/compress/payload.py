@@ -74,10 +74,6 @@ class Payload:
     def nbytes(self) -> int:
         return self.header_bytes + sum(v.numel() * v.element_size() for v in self.parts.values())
 
-    @property
-    def bits_per_coordinate(self) -> float:
-        return 8 * self.nbytes / max(self.numel, 1)
-
     def to_bytes(self) -> torch.Tensor:
         head = [_CODE[self.dtype], len(self.shape), len(self.parts), 0]
         for s in self.shape:

@@ -34,7 +34,6 @@ an uncompressed tensor is one part "raw". Arithmetic runs in fp32 (fp64 stays fp
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 
@@ -100,11 +99,6 @@ class PowerSGD(LowRank):
         q_local = (p_hat.T @ M).T  # M^T P^, but reading M row by row (6x faster than M.T @ P^)
         self._finish(key, M, p_hat, q_local, q_local)
         return self.pack(t, p_hat.T, q_local.T)
-
-    def allreduce_numel(self, shape) -> int:
-        """Numbers one tensor adds to the two all-reduces of a step (r (m + n), or d raw)."""
-        plan = self.plan(shape)
-        return math.prod(shape) if plan is None else plan[2] * (plan[0] + plan[1])
 
     # -- aggregation: two rounds, not one summable tensor
     protocol = "powersgd"  # commlab.arch.aggregate hands aggregate() its all-reduce

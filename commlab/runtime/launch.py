@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
 import socket
 import sys
 import time
@@ -105,16 +106,16 @@ def _make_comm(rank, world_size, backend, network, timeout, init_method, local_r
     return DistComm(rank, world_size, backend, network.clock(rank) if network else None, device)
 
 
-def _child(rank, world_size, backend, init_method, fn, args, network, timeout, queue, threads):
+def _child(rank, world_size, backend, init_method, fn, args, network, timeout, inbox, threads):
     import torch.distributed as dist
 
     torch.set_num_threads(threads)
     try:
         comm = _make_comm(rank, world_size, backend, network, timeout, init_method, rank)
-        queue.put(("ok", rank, pickle.dumps(fn(comm, *args))))
+        inbox.put(("ok", rank, pickle.dumps(fn(comm, *args))))
         dist.destroy_process_group()
     except BaseException as e:  # noqa: BLE001 - sent to the parent
-        queue.put(("err", rank, f"{type(e).__name__}: {e}", traceback.format_exc()))
+        inbox.put(("err", rank, f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 
 def fork_is_safe() -> bool:
@@ -184,7 +185,7 @@ def _why_not_fork(runtime) -> str:
     return "this machine has a GPU, and autograd's device threads cannot be forked"
 
 
-def _blame(first, queue, procs, done, grace: float = 0.25) -> RankError:
+def _blame(first, inbox, procs, done, grace: float = 0.25) -> RankError:
     """The error to raise once a rank reported ``first``. That report is often a symptom: a
     rank whose peer process died without a word (os._exit, a signal, the OOM killer) sees its
     connection drop. So look a moment longer; a process that exited with neither a result nor
@@ -195,8 +196,8 @@ def _blame(first, queue, procs, done, grace: float = 0.25) -> RankError:
         exited = {r for r, p in enumerate(procs) if p.exitcode is not None}
         try:  # what those processes sent before they exited is in the queue by now
             while True:
-                reported.add(queue.get(timeout=0.01)[1])
-        except Exception:  # queue.Empty
+                reported.add(inbox.get(timeout=0.01)[1])
+        except queue.Empty:
             pass
         silent = sorted(exited - reported)
         if silent:
@@ -213,13 +214,13 @@ def _run_processes(fn, world_size, runtime, network, timeout, args, start_method
     ctx = mp.get_context(method)
     if method == "forkserver":  # the server imports commlab (and torch) once; each rank forks from it
         ctx.set_forkserver_preload(["commlab"])
-    queue = ctx.Queue()
+    inbox = ctx.Queue()
     init_method = f"tcp://127.0.0.1:{_free_port()}"
     # a forked child keeps one thread (OpenMP's pool does not survive a fork); a fresh process
     # shares the cores, and never takes more threads than this process uses (the same sums)
     threads = 1 if method == "fork" else max(1, min(torch.get_num_threads(), (os.cpu_count() or 1) // world_size))
     procs = [ctx.Process(target=_child, name=f"commlab-rank{r}", daemon=True,
-                         args=(r, world_size, runtime, init_method, fn, args, network, timeout, queue, threads))
+                         args=(r, world_size, runtime, init_method, fn, args, network, timeout, inbox, threads))
              for r in range(world_size)]
     for p in procs:
         p.start()
@@ -227,16 +228,16 @@ def _run_processes(fn, world_size, runtime, network, timeout, args, start_method
     try:
         while len(done) < world_size:
             try:
-                msg = queue.get(timeout=0.05)
-            except Exception:  # queue.Empty
+                msg = inbox.get(timeout=0.05)
+            except queue.Empty:
                 for r, p in enumerate(procs):
-                    if r not in done and p.exitcode is not None and queue.empty():
+                    if r not in done and p.exitcode is not None and inbox.empty():
                         time.sleep(0.2)  # give its last message a moment to arrive
-                        if queue.empty():
+                        if inbox.empty():
                             raise RankError(r, f"process exited with code {p.exitcode} without a result")
                 continue
             if msg[0] == "err":
-                raise _blame(msg, queue, procs, done)
+                raise _blame(msg, inbox, procs, done)
             results[msg[1]] = pickle.loads(msg[2])
             done.add(msg[1])
     finally:
@@ -245,7 +246,7 @@ def _run_processes(fn, world_size, runtime, network, timeout, args, start_method
             if p.is_alive():
                 p.kill()
                 p.join()
-        queue.close()
+        inbox.close()
     return results
 
 
