@@ -1,11 +1,21 @@
 """Infrastructure: the level below algorithms (the surveys' communication infrastructure, resource
 allocation, task scheduling and inference).
 
-Modules, one idea each: :mod:`.switch` (in-network aggregation for real: a switch rank summing
-fixed-point chunks through a bounded slot pool), :mod:`.placement` and :mod:`.jobs` (a cluster
-receiving a stream of training jobs: placement and queueing policies), :mod:`.inference`
-(communication of tensor-parallel decoding, pipeline inference, prefill/decode disaggregation),
-:mod:`.faults` (failure rates, Young/Daly checkpoint interval, goodput) and :mod:`.elastic` (a
-real run that checkpoints, loses a rank and resumes on the rest). The fabrics, protocols and
-in-network aggregation's closed form live in :mod:`commlab.sim`.
+What joins these modules is not an import but a question: what the machines, the cluster and its
+operators do to a training or serving job, beyond the algorithm that trains it. They sit above
+the simulator and the runtime and use both; none is used by the algorithms below.
+
+Modules, one idea each:
+
+* the switch: :mod:`.switch` (in-network aggregation for real: a switch rank summing fixed-point
+  chunks through a bounded slot pool; its closed form is :mod:`commlab.sim.innetwork`);
+* the cluster's job stream: :mod:`.placement` (where a job's GPUs go), :mod:`.queue_policies` (the
+  registry of queue policies: FIFO, SJF, Tiresias' LAS; one line registers another) and
+  :mod:`.jobs` (the event loop that runs a stream of jobs through a queue policy and a placement);
+* serving: :mod:`.inference` (communication of tensor-parallel decoding, pipeline inference,
+  prefill/decode disaggregation);
+* failures: :mod:`.faults` (failure rates, Young/Daly checkpoint interval, goodput) and
+  :mod:`.elastic` (a real run that checkpoints, loses a rank and resumes on the rest).
+
+The fabrics and transport protocols live in :mod:`commlab.sim` and :mod:`commlab.net`.
 """
