@@ -3,6 +3,9 @@ by using it: bad input raises before any work starts, naming the argument, the v
 valid. A wrong type is a TypeError, a value out of range a ValueError. ``where`` (the function's
 name) prefixes the message.
 
+* :func:`is_int`: the one test of "an integer": an int that is not a bool (numpy's integers too
+  where asked); :func:`integer` raises a ValueError in one of the two wordings the project uses;
+* :func:`is_number`: the one test of "a number": an int or a float, never a bool;
 * :func:`count`: an integer (never a bool) within [low, high];
 * :func:`number`: a real, finite number (never a bool or a string) within a range, each end open
   or closed; :func:`positive` and :func:`fraction` are its two commonest ranges;
@@ -20,10 +23,39 @@ def _prefix(where: str) -> str:
     return f"{where}: " if where else ""
 
 
+def is_int(value, numpy: bool = False) -> bool:
+    """True if ``value`` is an int and not a bool (True is an int to Python, never a count here);
+    ``numpy=True`` also admits numpy's integers (any :class:`numbers.Integral`)."""
+    return isinstance(value, numbers.Integral if numpy else int) and not isinstance(value, bool)
+
+
+def is_number(value, numpy: bool = False) -> bool:
+    """True if ``value`` is an int or a float and not a bool; ``numpy=True`` also admits numpy's
+    numbers (any :class:`numbers.Real`). Finite or not, in range or not, is the caller's rule."""
+    return isinstance(value, numbers.Real if numpy else (int, float)) and not isinstance(value, bool)
+
+
+def int_range(low: int, high: int | None = None) -> str:
+    """The words for a valid integer: "an integer >= 1", "an integer in 0..7"."""
+    return f"an integer >= {low}" if high is None else f"an integer in {low}..{high}"
+
+
+def integer(name: str, value, low: int = 1, high: int | None = None, *, where: str = "", got: bool = False,
+            numpy: bool = False) -> int:
+    """``value`` if :func:`is_int` and low <= value <= high, else a ValueError (a wrong type too):
+    "where: name=value must be an integer >= low", or with ``got`` "where: name must be an
+    integer >= low, got value"; "an integer in low..high" when there is a ``high``."""
+    if not is_int(value, numpy) or value < low or (high is not None and value > high):
+        valid = int_range(low, high)
+        raise ValueError(f"{_prefix(where)}{name} must be {valid}, got {value!r}" if got
+                         else f"{_prefix(where)}{name}={value!r} must be {valid}")
+    return value
+
+
 def count(name: str, value, low: int = 1, high: int | None = None, where: str = "") -> int:
     """``value`` as an int, if it is an integer (a bool is not) with low <= value <= high."""
     valid = f"an integer >= {low}" + (f" and <= {high}" if high is not None else "")
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value, numpy=True):
         raise TypeError(f"{_prefix(where)}{name}={value!r} must be {valid}, not a {type(value).__name__}")
     if value < low or (high is not None and value > high):
         raise ValueError(f"{_prefix(where)}{name}={value!r} must be {valid}")
@@ -39,7 +71,7 @@ def number(name: str, value, low: float | None = None, high: float | None = None
     hi = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
     valid = ("a finite number" + (f" of {unit}" if unit else "") + (f" {lo}" if lo else "")
              + (" and" if lo and hi else "") + (f" {hi}" if hi else ""))
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_number(value, numpy=True):
         raise TypeError(f"{_prefix(where)}{name}={value!r} must be {valid}, not a {type(value).__name__}")
     v = float(value)
     if (not math.isfinite(v) or (low is not None and (v <= low if low_open else v < low))

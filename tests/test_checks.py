@@ -33,6 +33,27 @@ def test_count_and_number_accept_and_convert():
     assert checks.fraction("e", 1) == 1.0 and checks.positive("p", 1e-300) == 1e-300
 
 
+def test_is_int_and_is_number_are_the_one_test_and_never_take_a_bool():
+    import numpy as np
+
+    assert checks.is_int(3) and not checks.is_int(True) and not checks.is_int(3.0) and not checks.is_int("3")
+    assert not checks.is_int(np.int64(3)) and checks.is_int(np.int64(3), numpy=True)
+    assert not checks.is_int(np.bool_(True), numpy=True)
+    assert checks.is_number(3) and checks.is_number(0.5) and not checks.is_number(False) and not checks.is_number("1")
+    assert not checks.is_number(np.float32(0.5)) and checks.is_number(np.float32(0.5), numpy=True)
+
+
+@pytest.mark.parametrize("value", [0, True, 2.0, "3", None])
+def test_integer_raises_value_error_in_the_two_wordings(value):
+    with pytest.raises(ValueError, match=rf"^f: k={re.escape(repr(value))} must be an integer >= 1$"):
+        checks.integer("k", value, where="f")
+    with pytest.raises(ValueError, match=rf"^k must be an integer in 1..8, got {re.escape(repr(value))}$"):
+        checks.integer("k", value, 1, 8, got=True)
+    with pytest.raises(ValueError, match=r"^k must be an integer in 1..8, got 9$"):
+        checks.integer("k", 9, 1, 8, got=True)
+    assert checks.integer("k", 8, 1, 8) == 8
+
+
 @pytest.mark.parametrize("value,kind", [(NAN, ValueError), (INF, ValueError), (-INF, ValueError), (0, ValueError),
                                         (1.5, ValueError), (BOOL, TypeError), ("0.5", TypeError), (None, TypeError)])
 def test_fraction_is_in_the_half_open_unit_interval(value, kind):
