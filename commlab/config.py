@@ -18,9 +18,9 @@ this module checks is the rest: numbers, ranges, choices and types.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field, fields
 
+from . import checks
 from .data import Dataset
 from .runtime import RUNTIMES
 
@@ -72,29 +72,25 @@ def _bad(name: str, value, valid: str, kind=ValueError):
     return kind(f"Trainer option {name}={value!r} {what}; valid: {valid}")
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
 def _is_real(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+    return checks.is_number(v, numpy=True) and math.isfinite(v)
 
 
 def _a_number(name, v, valid: str) -> None:
     """TypeError unless ``v`` is a number at all (a bool, a string or None is not)."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+    if not checks.is_number(v, numpy=True):
         raise _bad(name, v, valid, TypeError)
 
 
 def positive_int(name, v):
     _a_number(name, v, "an integer >= 1")
-    if not (_is_int(v) and v >= 1):
+    if not (checks.is_int(v, numpy=True) and v >= 1):
         raise _bad(name, v, "an integer >= 1")
 
 
 def any_int(name, v):
     _a_number(name, v, "an integer")
-    if not _is_int(v):
+    if not checks.is_int(v, numpy=True):
         raise _bad(name, v, "an integer")
 
 

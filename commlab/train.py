@@ -22,6 +22,7 @@ from functools import partial
 import torch
 
 from . import arch as arch_pkg
+from . import checks
 from . import compress as compress_pkg
 from . import data as data_pkg
 from . import decentral  # noqa: F401  (registers sync='dpsgd', ..., arch='gossip')
@@ -118,7 +119,7 @@ class Trainer:
 
     def fit(self, steps: int) -> History:
         """Train for ``steps`` synchronization steps; returns the History."""
-        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        if not checks.is_int(steps) or steps < 1:
             raise ValueError(f"steps must be a positive integer, got {steps!r}")
         c = self.config
         if self.layout is not None:

@@ -51,6 +51,7 @@ import math
 import pandas as pd
 import torch
 
+from .. import checks
 from .. import compress as compress_pkg
 from .. import sync as sync_pkg
 from ..parallel import planner
@@ -204,7 +205,7 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
     """Configurations ranked by predicted seconds to reach ``target`` rounds of BSP's progress
     (see the module doc); ``budget``: keep those under it (seconds); ``batch``: sequences per step
     for a large model. The DataFrame's ``attrs["left_out"]`` says what was not ranked and why."""
-    if isinstance(target, bool) or not isinstance(target, int) or target < 1:
+    if not checks.is_int(target) or target < 1:
         raise ValueError(f"advise: target={target!r} must be a number of rounds (an integer >= 1)")
     if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
         raise ValueError(f"advise: budget={budget!r} must be seconds > 0, or None")

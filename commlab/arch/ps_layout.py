@@ -20,12 +20,13 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import checks
 from ..net.cost import check_ranks
 from ..net.link import get_link
 
 
 def check_count(what: str, v) -> None:
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+    if not checks.is_int(v) or v < 1:
         raise ValueError(f"parameter server needs {what} to be an integer >= 1, got {v!r}")
 
 

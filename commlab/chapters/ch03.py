@@ -8,6 +8,7 @@ import math
 
 import matplotlib.pyplot as plt
 
+from .. import checks
 from ..net import cost
 from ..net.link import PROFILES, get_link
 from ..arch.ps_layout import ps_sharded
@@ -19,7 +20,7 @@ PS_WORKERS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 def servers_for(spec, workers: int) -> int:
     """How many servers ``spec`` means for ``workers`` workers: an integer S, "N", or "N/k"
     (k a positive integer; at least one server)."""
-    if isinstance(spec, int) and not isinstance(spec, bool) and spec >= 1:
+    if checks.is_int(spec) and spec >= 1:
         return spec
     if isinstance(spec, str):
         s = spec.replace(" ", "")

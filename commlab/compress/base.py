@@ -36,6 +36,7 @@ import math
 
 import torch
 
+from .. import checks
 from .payload import Payload, header_bytes  # noqa: F401 - the wire form, re-exported for the compressors
 
 AGGREGATIONS = ("sum", "gather", "majority")
@@ -69,17 +70,15 @@ def check_tensor(t, who: str) -> torch.Tensor:
 
 
 def check_ratio(ratio, who: str, what: str = "ratio") -> float:
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+    if not checks.is_number(ratio) or not 0 < ratio <= 1:
         raise ValueError(f"{who}: {what}={ratio!r} is out of range; valid: 0 < {what} <= 1")
     return float(ratio)
 
 
 def check_int(value, who: str, what: str, low: int = 1, high: int | None = None) -> int:
     """An integer in [low, high], else ValueError naming the value and the range."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
-    if not ok:
-        rng = f"an integer >= {low}" if high is None else f"an integer in {low}..{high}"
-        raise ValueError(f"{who}: {what}={value!r} is out of range; valid: {rng}")
+    if not checks.is_int(value) or value < low or (high is not None and value > high):
+        raise ValueError(f"{who}: {what}={value!r} is out of range; valid: {checks.int_range(low, high)}")
     return value
 
 
@@ -93,7 +92,7 @@ def check_rank(rank, who: str) -> int:
 
 def check_number(value, who: str, what: str, low: float, high: float, low_open=False, high_open=False) -> float:
     """A real number in the given (half-)open interval, else ValueError naming value and range."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = checks.is_number(value) and math.isfinite(value)
     ok = ok and (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
     if not ok:
         rng = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
@@ -137,7 +136,7 @@ class Compressor:
     protocol = None
 
     def __init__(self, seed: int = 0):
-        if isinstance(seed, bool) or not isinstance(seed, int):
+        if not checks.is_int(seed):
             raise ValueError(f"{self.name}: seed={seed!r} must be an integer")
         self.seed = seed
         self.calls = 0

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import checks
 from .base import Decentralized
 from .contraction import contraction
 
@@ -45,7 +46,7 @@ class CHOCO(Decentralized):
 
     def __init__(self, gamma: float = 1.0):
         super().__init__()
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 < gamma <= 1:
+        if not checks.is_number(gamma) or not 0 < gamma <= 1:
             raise ValueError(f"choco: gamma={gamma!r} is out of range; valid: 0 < gamma <= 1 (the consensus "
                              "step; the papers tune it per compressor, smaller for stronger compression)")
         self.gamma = float(gamma)

@@ -38,6 +38,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .. import checks
 from ..spec import parse_one
 
 
@@ -236,7 +237,7 @@ TOPOLOGIES = {"ring": ring, "torus": torus, "hypercube": hypercube, "exponential
 def get(spec, n: int, **kw) -> Topology:
     """A topology on ``n`` nodes from a name or spec: "ring", "torus(rows=2)",
     "random_regular(d=4, seed=1)", or a Topology (checked to have n nodes)."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not checks.is_int(n) or n < 1:
         raise ValueError(f"a topology needs n >= 1 nodes, got {n!r}")
     if isinstance(spec, Topology):
         if spec.n != n:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import checks
 from ..data import load
 from ..models import mlp
 from ..runtime import RankError, launch
@@ -38,9 +39,8 @@ _BUILD = threading.Lock()  # the threads runtime shares torch's RNG: build the m
 
 def _check(world, steps, every, fail_rank, fail_step, batch):
     for name, v in (("world", world), ("steps", steps), ("batch", batch)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"elastic run: {name}={v!r} must be an integer >= 1")
-    if isinstance(every, bool) or not isinstance(every, int) or every <= 0:
+        checks.integer(name, v, where="elastic run")
+    if not checks.is_int(every) or every <= 0:
         raise ValueError(f"elastic run: checkpoint interval every={every!r} must be an integer number of steps > 0")
     if fail_rank is not None:
         if world < 2 or not (isinstance(fail_rank, int) and 0 <= fail_rank < world):

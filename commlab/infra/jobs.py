@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import checks
 from ..sim.devices import BUILTINS
 from ..sim.iteration import METHODS
 from .placement import PLACEMENTS, Datacenter, iteration_time, topology_aware
@@ -38,11 +39,6 @@ from .queue_policies import BUILTIN_QUEUES, QueueState, queue_policy
 
 QUEUES = BUILTIN_QUEUES  # the built-in queue policies; every registered one: queue_policies.QUEUE_POLICIES
 _EPS = 1e-12  # relative slack for completions that coincide in floating point
-
-
-def _integer(name, v, low=1):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise ValueError(f"{name}={v!r} must be an integer >= {low}")
 
 
 @dataclass(frozen=True)
@@ -56,11 +52,11 @@ class Job:
     iterations: int
 
     def __post_init__(self):
-        _integer("id", self.id, 0)
-        _integer("gpus", self.gpus)
-        _integer("iterations", self.iterations)
+        checks.integer("id", self.id, 0, numpy=True)
+        checks.integer("gpus", self.gpus, numpy=True)
+        checks.integer("iterations", self.iterations, numpy=True)
         a = self.arrival
-        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a < math.inf:
+        if not checks.is_number(a) or not 0 <= a < math.inf:
             raise ValueError(f"arrival={a!r} must be a number of seconds >= 0")
         if self.model not in BUILTINS:
             raise ValueError(f"model={self.model!r}; valid: {', '.join(BUILTINS)}")
@@ -72,23 +68,23 @@ def workload(n_jobs: int, dc: Datacenter, seed: int = 0, mean_interarrival: floa
     uniformly from ``models``, a size from ``sizes`` with probability proportional to 1/size
     (sizes above ``dc.gpus`` dropped), iterations log-uniform in ``iterations`` (lo, hi).
     Deterministic for a seed."""
-    _integer("n_jobs", n_jobs)
+    checks.integer("n_jobs", n_jobs, numpy=True)
     if not isinstance(dc, Datacenter):
         raise ValueError(f"dc must be a Datacenter, got {dc!r}")
     m = mean_interarrival
-    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m < math.inf:
+    if not checks.is_number(m) or not 0 < m < math.inf:
         raise ValueError(f"mean_interarrival={m!r} must be a number of seconds > 0")
     for model in models:
         if model not in BUILTINS:
             raise ValueError(f"model {model!r} in models; valid: {', '.join(BUILTINS)}")
     for s in sizes:
-        _integer("size", s)
+        checks.integer("size", s, numpy=True)
     fit = sorted({s for s in sizes if s <= dc.gpus})
     if not models or not fit:
         raise ValueError(f"models={models!r} and sizes={sizes!r} must each offer one choice (sizes <= {dc.gpus})")
     lo, hi = iterations
-    _integer("iterations lo", lo)
-    if isinstance(hi, bool) or not isinstance(hi, int) or hi < lo:
+    checks.integer("iterations lo", lo, numpy=True)
+    if not checks.is_int(hi) or hi < lo:
         raise ValueError(f"iterations={iterations!r} must be (lo, hi) integers with 1 <= lo <= hi")
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(m, n_jobs)
@@ -125,7 +121,7 @@ def _validate(jobs, dc, queue, placement, quantum, method):
         raise ValueError(f"placement={placement!r}; valid: {', '.join(PLACEMENTS)}")
     if method not in METHODS:
         raise ValueError(f"method={method!r}; valid: {', '.join(METHODS)}")
-    if isinstance(quantum, bool) or not isinstance(quantum, (int, float)) or not 0 < quantum < math.inf:
+    if not checks.is_number(quantum) or not 0 < quantum < math.inf:
         raise ValueError(f"quantum={quantum!r} must be a number of seconds > 0")
     if not isinstance(dc, Datacenter):
         raise ValueError(f"dc must be a Datacenter, got {dc!r}")

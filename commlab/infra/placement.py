@@ -30,15 +30,11 @@ import functools
 import math
 from dataclasses import dataclass
 
+from .. import checks
 from ..net.link import LinkModel
 from ..sim.cluster import Cluster
 from ..sim.iteration import iteration
 from ..net.link import get_link as link
-
-
-def _count(name, v):
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"{name}={v!r} must be an integer >= 1")
 
 
 @dataclass(frozen=True)
@@ -56,14 +52,14 @@ class Datacenter:
 
     def __post_init__(self):
         for name in ("racks", "nodes_per_rack", "gpus_per_node"):
-            _count(name, getattr(self, name))
+            checks.integer(name, getattr(self, name))
         for name in ("intra", "inter"):
             try:
                 link(getattr(self, name))
             except ValueError as e:
                 raise ValueError(f"{name}={getattr(self, name)!r}: {e}") from None
         o = self.oversubscription
-        if isinstance(o, bool) or not isinstance(o, (int, float)) or not 1 <= o < math.inf:
+        if not checks.is_number(o) or not 1 <= o < math.inf:
             raise ValueError(f"oversubscription={o!r} must be a number >= 1 (and finite)")
 
     @property
@@ -91,8 +87,8 @@ class Datacenter:
 def _check(free, dc, n):
     if not isinstance(dc, Datacenter):
         raise ValueError(f"dc must be a Datacenter, got {dc!r}")
-    _count("n", n)
-    if len(free) != dc.nodes or any(isinstance(f, bool) or not isinstance(f, int) or not 0 <= f <= dc.gpus_per_node
+    checks.integer("n", n)
+    if len(free) != dc.nodes or any(not checks.is_int(f) or not 0 <= f <= dc.gpus_per_node
                                     for f in free):
         raise ValueError(f"free={free!r} must list {dc.nodes} free-GPU counts, each in 0..{dc.gpus_per_node}")
     return sum(free) >= n
@@ -178,9 +174,9 @@ def iteration_time(model: str, placement: dict[int, int], dc: Datacenter, method
     if not isinstance(placement, dict) or not placement:
         raise ValueError(f"placement={placement!r} must be a non-empty dict {{node: gpus}}")
     for node, g in placement.items():
-        if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < dc.nodes:
+        if not checks.is_int(node) or not 0 <= node < dc.nodes:
             raise ValueError(f"placement node {node!r} must be an integer in 0..{dc.nodes - 1}")
-        if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= dc.gpus_per_node:
+        if not checks.is_int(g) or not 1 <= g <= dc.gpus_per_node:
             raise ValueError(f"placement {node}: {g!r} GPUs must be an integer in 1..{dc.gpus_per_node}")
     cross = len({dc.rack_of(i) for i in placement}) > 1
     return _time(model, len(placement), max(placement.values()), cross, dc, method)

@@ -29,6 +29,8 @@ import math
 
 import torch
 
+from .. import checks
+
 TAG = 1400
 INT32_MAX = 2 ** 31 - 1
 
@@ -38,8 +40,7 @@ def _check(comm, slots, elements):
         raise ValueError(f"in-network aggregation needs at least one worker and the switch rank; "
                          f"world_size={comm.world_size}")
     for name, v in (("slots", slots), ("elements", elements)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"in-network aggregation: {name}={v!r} must be an integer >= 1")
+        checks.integer(name, v, where="in-network aggregation")
 
 
 def scale_for(max_abs: float, workers: int) -> float:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from .. import checks
 from .link import LinkModel, get_link
 
 
@@ -34,9 +35,8 @@ def _log2_ceil(p: int) -> int:
 
 
 def check_ranks(p: int) -> None:
-    """A number of ranks must be an integer >= 1."""
-    if not isinstance(p, int) or p < 1:
-        raise ValueError(f"number of ranks p must be an integer >= 1, got {p!r}")
+    """A number of ranks must be an integer >= 1 (a bool is not one)."""
+    checks.integer("number of ranks p", p, got=True)
 
 
 def p2p(n: float, link) -> float:

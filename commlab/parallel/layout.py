@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import checks
 from .group import Group
 from .pipeline import SCHEDULES
 
@@ -41,8 +42,7 @@ class Layout:
     def __post_init__(self):
         for name in DEGREES + ("micro_batches",):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"parallel layout: {name}={v!r} must be an integer >= 1")
+            checks.integer(name, v, where="parallel layout")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"parallel layout: schedule={self.schedule!r} is not known; valid: "
                              f"{', '.join(SCHEDULES)}")

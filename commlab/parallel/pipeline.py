@@ -28,11 +28,12 @@ b s h values each for a transformer (b the micro-batch size): 2 m b s h values p
 """
 from __future__ import annotations
 
+from .. import checks
+
 
 def _check(p, m) -> None:
     for name, v in (("p (stages)", p), ("m (micro-batches)", m)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"pipeline: {name} must be an integer >= 1, got {v!r}")
+        checks.integer(name, v, where="pipeline", got=True)
 
 
 def gpipe(p: int, m: int) -> list[list[tuple[str, int]]]:

@@ -83,8 +83,7 @@ class Plan:
 def _check(cfg, gpus, tp, pp, dp, zero, batch, micro_batch, gpus_per_node, recompute) -> None:
     for name, v in (("gpus", gpus), ("tp", tp), ("pp", pp), ("dp", dp), ("batch", batch),
                     ("micro_batch", micro_batch)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"plan: {name}={v!r} must be an integer >= 1")
+        checks.integer(name, v, where="plan")
     if tp * pp * dp != gpus:
         raise ValueError(f"plan: tp*pp*dp = {tp}*{pp}*{dp} = {tp * pp * dp} must equal gpus={gpus}")
     valid_tp = [k for k in range(1, cfg.heads + 1) if cfg.heads % k == 0 and cfg.hidden % k == 0]
@@ -134,7 +133,7 @@ def plan(model, gpus: int, tp: int = 1, pp: int = 1, dp: int | None = None, zero
     dp = gpus // (tp * pp) if dp is None else dp
     batch = gpus if batch is None else batch
     if micro_batches is not None:
-        if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1 \
+        if not checks.is_int(micro_batches) or micro_batches < 1 \
                 or dp < 1 or batch % (dp * micro_batches):
             raise ValueError(f"plan: micro_batches={micro_batches!r} must be an integer >= 1 dividing the "
                              f"{batch} sequences of each of dp={dp} replicas' share")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import checks
 from .dispatch import fifo
 
 MB = 1_000_000
@@ -113,7 +114,7 @@ class WFBP(Schedule):
 
 
 def _positive(name: str, value, unit: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+    if not checks.is_number(value) or not value > 0 or value != value:
         raise ValueError(f"{name}={value!r} must be a number of {unit} > 0")
     return float(value)
 

@@ -45,16 +45,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import checks
 from ..net.link import LinkModel
 from ..net.link import get_link as link
 
 ALLREDUCE = ("ring", "hierarchical", "nccl")
-
-
-def _count(name: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"Cluster: {name} must be an integer >= 1, got {v!r}")
-    return v
 
 
 @dataclass(frozen=True)
@@ -70,8 +65,8 @@ class Cluster:
     allreduce: str = "ring"
 
     def __post_init__(self):
-        _count("nodes", self.nodes)
-        _count("gpus_per_node", self.gpus_per_node)
+        checks.integer("nodes", self.nodes, where="Cluster", got=True)
+        checks.integer("gpus_per_node", self.gpus_per_node, where="Cluster", got=True)
         object.__setattr__(self, "intra", link(self.intra))
         object.__setattr__(self, "inter", link(self.inter))
         if self.allreduce not in ALLREDUCE:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .. import checks
 from ..schedule.profile import Profile, model_profile
 
 SEQ_LEN = 64  # the survey's BERT sentence length
@@ -67,7 +68,7 @@ def get_device(spec) -> Device:
         return spec
     if isinstance(spec, str) and spec.lower().replace(" ", "").replace("-", "") in DEVICES:
         return DEVICES[spec.lower().replace(" ", "").replace("-", "")]
-    if isinstance(spec, (int, float)) and not isinstance(spec, bool) and spec > 0:
+    if checks.is_number(spec) and spec > 0:
         return Device(f"{spec:.3g} FLOP/s", float(spec))
     raise ValueError(f"unknown device {spec!r}; valid: {', '.join(DEVICES)}, a Device(name, flops, calibration) "
                      "or a FLOP/s rate > 0")
@@ -103,8 +104,7 @@ def profile(model, batch: int | None = None, device="rtx2080ti", seq_len: int = 
             batch = dev.calibration.get(model, (None,))[0]
             if batch is None:
                 raise ValueError(f"{dev.name} has no calibrated batch for {model!r}: give batch=")
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            raise ValueError(f"batch must be an integer >= 1, got {batch!r}")
+        checks.integer("batch", batch, got=True)
         name = model
         model, example_input = _standard_input(model, batch, seq_len)
     elif isinstance(model, torch.nn.Module):

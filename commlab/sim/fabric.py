@@ -98,7 +98,7 @@ def _rate(link) -> tuple[float, float]:
 
 def fat_tree(k: int, link="100GbIB", oversubscription: float = 1.0) -> Fabric:
     """The k-ary fat-tree (k even): k^3/4 hosts; edge uplinks at capacity / oversubscription."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
+    if not checks.is_int(k) or k < 2 or k % 2:
         raise ValueError(f"fat_tree: k={k!r} must be an even integer >= 2 (k-port switches; k^3/4 hosts)")
     oversubscription = checks.number("oversubscription", oversubscription, 1, where="fat_tree")  # 1: non-blocking
     alpha, cap = _rate(link)
@@ -120,7 +120,7 @@ def fat_tree(k: int, link="100GbIB", oversubscription: float = 1.0) -> Fabric:
 def bcube(n: int, k: int, link="100GbIB") -> Fabric:
     """BCube(n, k): n^(k+1) hosts, k+1 levels of n^k n-port switches."""
     for name, v, low in (("n", n, 2), ("k", k, 0)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        if not checks.is_int(v) or v < low:
             raise ValueError(f"bcube: {name}={v!r} must be an integer >= {low} (BCube(n, k) has n^(k+1) hosts)")
     alpha, cap = _rate(link)
     count = n ** (k + 1)
@@ -138,7 +138,7 @@ def bcube(n: int, k: int, link="100GbIB") -> Fabric:
 def torus_2d(a: int, b: int, link="100GbIB") -> Fabric:
     """An a x b torus of hosts (rank r at row r // b, column r % b), each wired to 4 neighbours."""
     for name, v in (("a", a), ("b", b)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 3:
+        if not checks.is_int(v) or v < 3:
             raise ValueError(f"torus_2d: {name}={v!r} must be an integer >= 3 (a ring of at least 3 per dimension)")
     alpha, cap = _rate(link)
     hosts = [("host", r) for r in range(a * b)]

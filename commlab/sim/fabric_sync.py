@@ -25,6 +25,7 @@ identical steps costs s times one. With N nodes of g GPUs, n bytes per GPU, C a 
 """
 from __future__ import annotations
 
+from .. import checks
 from .flows import simulate
 
 
@@ -40,7 +41,7 @@ def _ring_flows(rings, nbytes):
 
 def _nodes(fabric, gpus_per_node):
     p = len(fabric.hosts)
-    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1 \
+    if not checks.is_int(gpus_per_node) or gpus_per_node < 1 \
             or p % gpus_per_node:
         raise ValueError(f"gpus_per_node={gpus_per_node!r} must divide the fabric's {p} GPUs")
     return [list(range(s, s + gpus_per_node)) for s in range(0, p, gpus_per_node)]

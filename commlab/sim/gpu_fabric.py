@@ -22,23 +22,19 @@ few microseconds are of the same order).
 """
 from __future__ import annotations
 
+from .. import checks
 from .fabric import Fabric, _rate, bcube, fat_tree, torus_2d
 
 NODES = ("nvswitch", "pcie")
 NETWORKS = ("rails", "tor")
 
 
-def _check_count(name, v, low=1):
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
-        raise ValueError(f"gpu_cluster: {name}={v!r} must be an integer >= {low}")
-
-
 def gpu_cluster(nodes: int, gpus_per_node: int = 8, node: str = "nvswitch", network: str = "rails",
                 link="200GbHDR-IB", nvlink="NVLink3-A100", pcie="PCIe3-mgwfbp") -> Fabric:
     """``nodes`` nodes of ``gpus_per_node`` GPUs; ``node`` in :data:`NODES`, ``network`` in
     :data:`NETWORKS`; ``link`` the NICs' link, ``nvlink``/``pcie`` the links inside a node."""
-    _check_count("nodes", nodes)
-    _check_count("gpus_per_node", gpus_per_node)
+    checks.integer("nodes", nodes, where="gpu_cluster")
+    checks.integer("gpus_per_node", gpus_per_node, where="gpu_cluster")
     if node not in NODES:
         raise ValueError(f"gpu_cluster: node={node!r}; valid: {', '.join(NODES)}")
     if network not in NETWORKS:

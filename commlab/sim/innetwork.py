@@ -27,6 +27,7 @@ chunk, worker bitmap); SwitchML's exact header is not modelled beyond that, an a
 """
 from __future__ import annotations
 
+from .. import checks
 from ..arch import ring
 from ..net.link import get_link
 
@@ -34,7 +35,7 @@ HEADER = 54
 
 
 def _positive(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+    if not checks.is_number(v) or v <= 0:
         raise ValueError(f"in-network aggregation: {name}={v!r} must be > 0")
 
 
@@ -58,6 +59,5 @@ def ina_time(nbytes: float, link="rdma-100GbE", slots: int = 512, elements: int 
 
 def ina_speedup(nbytes: float, workers: int, link="rdma-100GbE", **pool) -> float:
     """Ring all-reduce time over in-network aggregation time, same link and bytes."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 2:
-        raise ValueError(f"in-network aggregation: workers={workers!r} must be an integer >= 2")
+    checks.integer("workers", workers, 2, where="in-network aggregation")
     return ring.cost(nbytes, workers, get_link(link)) / ina_time(nbytes, link, **pool)

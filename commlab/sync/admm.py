@@ -33,12 +33,12 @@ rank r a straggler. On other runtimes messages are taken in real arrival order.
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
+from .. import checks
 from ..data import split_iid
 from ..runtime import launch
 
@@ -183,13 +183,6 @@ def _rank(comm, X, y, shards, rho, lam, partial, max_delay, iterations):
     return _worker(comm, X[idx], y[idx], len(X), rho)
 
 
-def _check_int(name, value, low, high=None):
-    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not integer or value < low or (high is not None and value > high):
-        valid = f"an integer in {low}..{high}" if high is not None else f"an integer >= {low}"
-        raise ValueError(f"{name} must be {valid}, got {value!r}")
-
-
 def consensus_admm(X, y, workers: int = 4, rho: float = 0.05, lam: float = 1e-2, partial: int | None = None,
                    max_delay: int = 1, iterations: int = 100, runtime: str = "threads", net=None, seed: int = 0,
                    timeout: float = 60.0) -> AdmmHistory:
@@ -203,11 +196,11 @@ def consensus_admm(X, y, workers: int = 4, rho: float = 0.05, lam: float = 1e-2,
     f_i (about 0.25 * feature variance / N): much larger rho converges slowly, the
     asynchronous runs more so."""
     X, y = _check_data(X, y)
-    _check_int("workers", workers, 1, len(X))
+    checks.integer("workers", workers, 1, len(X), got=True, numpy=True)
     partial = workers if partial is None else partial
-    _check_int("partial", partial, 1, workers)
-    _check_int("max_delay", max_delay, 1)
-    _check_int("iterations", iterations, 1)
+    checks.integer("partial", partial, 1, workers, got=True, numpy=True)
+    checks.integer("max_delay", max_delay, 1, got=True, numpy=True)
+    checks.integer("iterations", iterations, 1, got=True, numpy=True)
     if not rho > 0:
         raise ValueError(f"rho must be > 0, got {rho!r}")
     if not lam >= 0:

@@ -48,6 +48,7 @@ import math
 import numpy as np
 import torch
 
+from .. import checks
 from ..compress.base import Compressor, Payload
 from ..flat import flatten, unflatten_into
 from .base import Synchronizer
@@ -61,8 +62,7 @@ class FedAvg(Synchronizer):
     def __init__(self, fraction: float = 1.0, epochs: int = 1, local_steps: int | None = None):
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction (of clients per round) must be in (0, 1], got {fraction!r}")
-        if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
-            raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
+        checks.integer("epochs", epochs, got=True)
         if local_steps is not None and (not isinstance(local_steps, int) or local_steps < 1):
             raise ValueError(f"local_steps must be None (use epochs) or an integer >= 1, got {local_steps!r}")
         self.fraction, self.epochs, self.local_steps = fraction, epochs, local_steps

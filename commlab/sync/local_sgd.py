@@ -24,21 +24,16 @@ from __future__ import annotations
 
 import torch
 
+from .. import checks
 from .base import Synchronizer
 from .bsp import BSP
-
-
-def _positive(what: str, v) -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ValueError(f"{what} must be an integer >= 1, got {v!r}")
-    return v
 
 
 class LocalSGD(Synchronizer):
     name = "local_sgd"
 
     def __init__(self, period: int = 4):
-        self.period = _positive("period", period)
+        self.period = checks.integer("period", period, got=True)
         self.t = 0
         self.anchor = None  # the last averaged model (for compressed differences)
 
@@ -74,7 +69,7 @@ class PostLocalSGD(LocalSGD):
 
     def __init__(self, switch: int = 100, period: int = 4):
         super().__init__(period)
-        if not isinstance(switch, int) or isinstance(switch, bool) or switch < 0:
+        if not checks.is_int(switch) or switch < 0:
             raise ValueError(f"switch must be an integer >= 0 (the BSP steps first), got {switch!r}")
         self.switch, self.bsp, self.bsp_steps = switch, BSP(), 0
 

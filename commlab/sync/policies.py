@@ -18,6 +18,7 @@ worker's pull and the gradient's application.
 """
 from __future__ import annotations
 
+from .. import checks
 from ..arch.ps_policy import Policy
 
 
@@ -34,8 +35,7 @@ class SSPPolicy(Policy):
     name = "ssp"
 
     def __init__(self, staleness: int = 2):
-        if not isinstance(staleness, int) or isinstance(staleness, bool) or staleness < 0:
-            raise ValueError(f"staleness must be an integer >= 0, got {staleness!r}")
+        checks.integer("staleness", staleness, 0, got=True)
         self.staleness = staleness
 
     def can_answer(self, server, worker: int) -> bool:
@@ -52,8 +52,7 @@ class BackupPolicy(Policy):
     name = "backup"
 
     def __init__(self, backups: int = 1):
-        if not isinstance(backups, int) or isinstance(backups, bool) or backups < 0:
-            raise ValueError(f"backups must be an integer >= 0, got {backups!r}")
+        checks.integer("backups", backups, 0, got=True)
         self.backups = backups
 
     def should_drop(self, server, worker: int) -> bool:
