@@ -179,7 +179,7 @@ def test_network_validation():
         Network(L, flops=0)
     with pytest.raises(ValueError, match="slowdown of rank 3 must be > 0"):
         Network(L, slowdown={3: 0.0})
-    with pytest.raises(ValueError, match="valid profiles"):
+    with pytest.raises(ValueError, match="unknown link .*; valid: PCIe3"):
         Network("5GbE")
     net = Network("ib", links={"2": "wan"})
     assert net.link is get_link("100GbIB") and net.link_of(2) is get_link("1GbWAN") and net.link_of(0) is net.link
