@@ -171,7 +171,7 @@ def merge_ranks(results: list[dict], config: dict) -> History:
     """The History of a run from its ranks' records (as :func:`commlab.train.Trainer.fit`'s ranks
     return them: per-step lists ``loss``, ``acc``, ``test_loss``, ``sim``, ``wall``, ``sent``,
     ``recv``, ``staleness``, ``samples``, ``consensus``, and a ``timeline``; a server rank returns
-    ``{"server": ...}``). ``results[0]`` is the rank that evaluated; ``config``: the options, as a dict."""
+    ``{"server": record}``, the record with its ``stats`` and, for a parameter server, its log). ``results[0]`` is the rank that evaluated; ``config``: the options, as a dict."""
     servers = [r["server"] for r in results if "server" in r]
     results = [r for r in results if "server" not in r]
     n, W = len(results[0]["loss"]), len(results)
@@ -193,7 +193,7 @@ def merge_ranks(results: list[dict], config: dict) -> History:
         h.consensus = [math.nan if v is None else v for v in results[0]["consensus"]]
     h.server_bytes_sent = [srv["stats"].bytes_sent for srv in servers]
     h.server_bytes_recv = [srv["stats"].bytes_recv for srv in servers]
-    if servers:  # shard 0's log: the staleness of each applied push, None for a dropped one
+    if servers and "applied" in servers[0]:  # shard 0's log: each applied push's staleness, None if dropped
         h.staleness = [[None] * W for _ in range(n)]
         h.dropped = [0] * n
         h.applied = [list(a) for a in servers[0]["applied"]]

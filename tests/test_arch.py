@@ -68,7 +68,7 @@ def test_native_all_reduce_on_gloo():
 
 def test_registry():
     assert ARCHITECTURES.names() == sorted(["native", "naive", "ring", "tree", "double_tree", "halving_doubling",
-                                            "hierarchical", "ps", "gossip", "zero"])
+                                            "hierarchical", "ps", "gossip", "zero", "switchml"])
     a = arch.get()
     assert isinstance(a, AllReduce) and a.name == "native" and repr(a) == "AllReduce('native')"
     assert arch.get("Double-Tree").name == "double_tree"

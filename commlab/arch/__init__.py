@@ -3,7 +3,9 @@
 For ``Trainer(arch=...)``: the runtime's native all-reduce ("native"), all-reduce
 algorithms written from send/recv (:mod:`.collectives`: "naive", "ring", "tree",
 "double_tree", "halving_doubling", "hierarchical(group_size=4)"), and parameter servers
-(:mod:`.ps`: "ps", "ps(shards=4)", "ps(shards=2, colocated=True)"), as the objects of
+(:mod:`.ps`: "ps", "ps(shards=4)", "ps(shards=2, colocated=True)"), in-network aggregation
+(:mod:`.switch`: "switchml", "switchml(slots=8, elements=64)", a switch rank after the workers;
+its closed form :mod:`.innetwork`), as the objects of
 :mod:`.architectures`; each builds a rank's exchange (:mod:`.exchange`), what synchronizers
 call. Compressed payloads are aggregated in :mod:`.aggregate`. Gossip, averaging with
 neighbours only, is :mod:`commlab.decentral`, which registers ``"gossip"`` here.
@@ -15,11 +17,13 @@ from functools import partial
 from ..spec import Registry
 from .architectures import AllReduce, ExchangeSetup, ParameterServer
 from .collectives import ALGORITHMS, all_gather, allreduce, reduce_scatter
+from .switch import InNetwork
 
 ARCHITECTURES = Registry("architecture")
 for _name in ALGORITHMS:
     ARCHITECTURES.register(_name, partial(AllReduce, _name))
 ARCHITECTURES.register("ps", ParameterServer)
+ARCHITECTURES.register("switchml", InNetwork)
 
 
 def get(spec="native"):
@@ -27,5 +31,5 @@ def get(spec="native"):
     return ARCHITECTURES.build(spec)
 
 
-__all__ = ["ARCHITECTURES", "AllReduce", "ExchangeSetup", "ParameterServer", "all_gather", "allreduce", "get",
+__all__ = ["ARCHITECTURES", "AllReduce", "ExchangeSetup", "InNetwork", "ParameterServer", "all_gather", "allreduce", "get",
            "reduce_scatter"]

@@ -12,7 +12,7 @@ import torch
 
 from ..arch import ring
 from ..infra import elastic, faults, inference, jobs, placement
-from ..infra.switch import switch_allreduce
+from ..arch.switch import switch_allreduce
 from ..runtime import launch
 from ..sim import Cluster, iteration
 from ..sim import fabric_sync as fs
@@ -20,7 +20,7 @@ from ..sim.devices import builtin
 from ..sim.fabric import bcube, fat_tree
 from ..sim.flows import ring_allreduce
 from ..sim.gpu_fabric import build, gpu_cluster, switch_count
-from ..sim.innetwork import ina_speedup
+from ..arch.innetwork import ina_speedup
 from ..net.link import get_link as link
 from ..net.protocols import PROTOCOLS
 

@@ -7,8 +7,6 @@ the simulator and the runtime and use both; none is used by the algorithms below
 
 Modules, one idea each:
 
-* the switch: :mod:`.switch` (in-network aggregation for real: a switch rank summing fixed-point
-  chunks through a bounded slot pool; its closed form is :mod:`commlab.sim.innetwork`);
 * the cluster's job stream: :mod:`.placement` (where a job's GPUs go), :mod:`.queue_policies` (the
   registry of queue policies: FIFO, SJF, Tiresias' LAS; one line registers another) and
   :mod:`.jobs` (the event loop that runs a stream of jobs through a queue policy and a placement);
@@ -17,5 +15,6 @@ Modules, one idea each:
 * failures: :mod:`.faults` (failure rates, Young/Daly checkpoint interval, goodput) and
   :mod:`.elastic` (a real run that checkpoints, loses a rank and resumes on the rest).
 
-The fabrics and transport protocols live in :mod:`commlab.sim` and :mod:`commlab.net`.
+The fabrics and transport protocols live in :mod:`commlab.sim` and :mod:`commlab.net`; in-network
+aggregation, an architecture the Trainer runs (``arch="switchml"``), in :mod:`commlab.arch.switch`.
 """

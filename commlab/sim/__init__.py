@@ -21,8 +21,8 @@ simulator against the quantitative survey's measured grid);
 routes) and :mod:`.flows` (flow-level simulation: max-min fair sharing of links, re-solved at
 every flow's start and end), :mod:`.gpu_fabric` (GPU clusters: NVSwitch or PCIe nodes, rails or
 one NIC per node), :mod:`.fabric_sync` (flat ring, leader, rail-aware all-reduce, PS and BML on a
-fabric, flow by flow), :mod:`.innetwork` (in-network aggregation in closed form) and
-:mod:`.protocols` (RDMA and TCP as links with a CPU cost).
+fabric, flow by flow). Links and transports are named in :mod:`commlab.net` (one table); in-network
+aggregation, protocol and closed form, is :mod:`commlab.arch.switch` and :mod:`commlab.arch.innetwork`.
 """
 from __future__ import annotations
 

@@ -16,6 +16,8 @@ sit beside the algorithms (T(m) = alpha + m beta of the link named, P GPUs, g pe
 * parameter server (BytePS):          ``2 (g-1) T_intra(n/g)`` (reduce-scatter and all-gather
   inside a node, :func:`commlab.arch.ring.cost` over g GPUs) ``+`` :func:`commlab.arch.ps_layout.ps_sharded`
   ``(n, N, S)`` for the push and pull of N >= 2 worker nodes with S servers, ``2 max(N, S) T_inter(n/S)``;
+* in-network aggregation (``arch="switchml"``): the ring inside each node, then one pass through
+  the switch, :func:`switchml`;
 * BytePS as deployed (``arch="byteps"``, Jiang et al., OSDI 2020; the survey's launch script puts
   S = N servers on machines of their own): every tensor cut into 4 MB partitions that flow through
   a pipeline (reduce inside the node, push, sum, pull, broadcast inside the node), on full-duplex
@@ -33,9 +35,10 @@ from __future__ import annotations
 import math
 
 from ..arch import hierarchical, ring
+from ..arch.innetwork import ina_time
 from ..arch.ps_layout import check_count, ps_sharded
 
-ARCHS = ("allreduce", "ps", "byteps")
+ARCHS = ("allreduce", "ps", "byteps", "switchml")
 
 
 def tree(n: float, cluster) -> float:
@@ -86,12 +89,23 @@ def byteps(n: float, cluster, servers: int | None = None) -> float:
     return max(node, max(cluster.nodes, s) * n / s * cluster.inter.beta) + 2 * cluster.inter.alpha
 
 
+def switchml(n: float, cluster) -> float:
+    """Seconds of one in-network aggregation of n bytes: the ring inside each node, then the node's
+    vector through a programmable switch on the inter-node link (:func:`commlab.arch.innetwork.ina_time`,
+    SwitchML's pool of 512 slots of 64 values), the protocol ``Trainer(arch="switchml")`` runs."""
+    g = cluster.gpus_per_node
+    local = ring.cost(n, g, cluster.intra) if g > 1 else 0.0
+    return local + (ina_time(n, cluster.inter) if cluster.nodes > 1 and n > 0 else 0.0)
+
+
 def comm_time(cluster, arch: str = "allreduce", servers: int | None = None):
     """``comm_time(nbytes) -> seconds`` of one message of ``arch`` on ``cluster``."""
     if arch == "allreduce":
         if servers is not None:
             raise ValueError(f"servers={servers!r} applies to arch='ps' only; an all-reduce has no servers")
         return lambda n: allreduce(n, cluster)
+    if arch == "switchml":
+        return lambda n: switchml(n, cluster)
     if arch in ("ps", "byteps"):
         s, cost = servers_for(cluster, servers), ps if arch == "ps" else byteps
         return lambda n: cost(n, cluster, s)

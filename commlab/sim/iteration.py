@@ -135,7 +135,7 @@ def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None,
     """Simulate one steady-state iteration.
 
     profile: a :class:`Profile` or a built-in name ("resnet50", "bert-base", "bert-large");
-    cluster: a :class:`Cluster`; arch: "allreduce" (default), "ps" or "byteps"; schedule: a spec ("wfbp",
+    cluster: a :class:`Cluster`; arch: "allreduce" (default), "ps", "byteps" or "switchml"; schedule: a spec ("wfbp",
     "mg_wfbp", "fusion(mb=25)", "bytescheduler", "p3"), a Schedule, or None (one message after
     backward); servers: server machines for "ps" (default: one per worker node); method: one of
     :data:`METHODS` instead of arch and schedule; level: "closed" or "message"; framework: a name
@@ -162,9 +162,9 @@ def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None,
     if cluster.allreduce == "nccl" and arch == "allreduce":
         raise ValueError("level='message' has the ring's and the hierarchical all-reduce's programs, not NCCL's "
                          "tree: use Cluster(allreduce='ring') or level='closed'")
-    if fw.per_op or arch == "byteps":
-        raise ValueError(f"level='message' times bytes only: it has no framework costs and no pipelined BytePS "
-                         f"(got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
+    if fw.per_op or arch not in ("allreduce", "ps"):
+        raise ValueError(f"level='message' times bytes only: it has no framework costs, no pipelined BytePS and "
+                         f"no switch (got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
                          "arch='allreduce'/'ps' with framework='ideal'")
     listed = dispatch(plan, profile, comm_time)
     servers = collectives.servers_for(cluster, servers) if arch == "ps" else 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...infra.faults import job_mtbf, young_daly
 from ...infra.inference import kv_bytes
-from ...sim.innetwork import ina_wire_bytes
+from ...arch.innetwork import ina_wire_bytes
 from . import check_number
 
 # Exercise 1: 4,096 GPUs that each fail every 50,000 hours; a checkpoint takes 90 s.

@@ -3,7 +3,7 @@ bounded pool of slots, and the result is an all-reduce.
 
 The protocol of SwitchML (Sapio et al., NSDI 2021), over :class:`~commlab.runtime.Comm`, with the
 last rank playing the programmable switch and ranks ``0..p-1`` the workers (the timing model of
-the same protocol is :mod:`commlab.sim.innetwork`):
+the same protocol is :mod:`commlab.arch.innetwork`):
 
 1. **Scale.** Switches add integers. Every worker sends its largest |value| (and its length); the
    switch returns the maximum M, and every worker scales by the same power of two
@@ -30,9 +30,13 @@ import math
 import torch
 
 from .. import checks
+from ..flat import flatten, grads, unflatten_into
+from .exchange import Exchange
+from .innetwork import ina_time
 
 TAG = 1400
 INT32_MAX = 2 ** 31 - 1
+GOODBYE = -1  # the length a worker announces when it leaves
 
 
 def _check(comm, slots, elements):
@@ -80,12 +84,15 @@ def aggregate(comm, tensor: torch.Tensor, slots: int = 8, elements: int = 64, ta
     return (total.double() / scale).float().reshape(tensor.shape)
 
 
-def serve(comm, slots: int = 8, elements: int = 64, tag: int = TAG) -> dict:
-    """The switch's side: aggregate until every chunk is summed; returns what it held at most."""
+def serve(comm, slots: int = 8, elements: int = 64, tag: int = TAG) -> dict | None:
+    """The switch's side of one aggregation: aggregate until every chunk is summed; returns what it
+    held at most, or None when every worker said :func:`goodbye` instead."""
     _check(comm, slots, elements)
     workers = comm.world_size - 1
     hello = [comm.recv(w, tag) for w in range(workers)]
     lengths = {int(h[1]) for h in hello}
+    if lengths == {GOODBYE}:  # every worker has left: no more aggregations
+        return None
     if len(lengths) > 1:
         raise ValueError(f"in-network aggregation: the workers' vectors differ in length: {sorted(lengths)}")
     reply = torch.tensor([max(float(h[0]) for h in hello)], dtype=torch.float64)
@@ -121,3 +128,86 @@ def switch_allreduce(comm, tensor: torch.Tensor, slots: int = 8, elements: int =
     if comm.rank == comm.world_size - 1:
         return serve(comm, slots, elements, tag)
     return aggregate(comm, tensor, slots, elements, tag)
+
+
+def goodbye(comm, tag: int = TAG) -> None:
+    """A worker's last word to the switch: it will send no more vectors."""
+    comm.send(torch.tensor([0.0, float(GOODBYE)], dtype=torch.float64), comm.world_size - 1, tag)
+
+
+class InNetwork:
+    """``switchml``, ``switchml(slots=8, elements=64)``: every step the workers' gradients are summed
+    by a switch rank, launched after the workers, through its pool of ``slots`` x ``elements``
+    integers (:func:`aggregate`, :func:`serve`), and each worker divides the sum by their number.
+    The average is exact to within the fixed-point rounding, p / (2 f) per value. The switch's
+    fixed point is its own quantization, so there is no compressor, no schedule and no server
+    policy. Bytes per step and worker: ``4 (n + chunks)`` each way plus the scale exchange;
+    closed form :func:`commlab.arch.innetwork.ina_time` (a switch's ports run in parallel; the
+    switch rank of a run has one port, so its simulated clock is pessimistic, see the module doc)."""
+
+    name = "switchml"
+
+    def __init__(self, slots: int = 8, elements: int = 64):
+        for label, v in (("slots", slots), ("elements", elements)):
+            checks.integer(label, v, where="switchml")
+        self.slots, self.elements = slots, elements
+
+    def check(self, config, sync, compressor, reply) -> None:
+        if sync.needs_server:
+            raise ValueError(f"sync={config.sync!r} runs over a parameter server: use arch='ps', got "
+                             f"arch={config.arch!r}")
+        if compressor is not None or reply is not None:
+            raise ValueError(f"arch={config.arch!r} sums fixed-point integers in the switch, its own quantization; "
+                             f"use compress=None (got compress={config.compress!r}, "
+                             f"reply_compress={config.reply_compress!r})")
+        if config.schedule not in (None, "none"):
+            raise ValueError(f"schedule={config.schedule!r}: the switch aggregates one vector per step; use "
+                             f"schedule=None with arch={config.arch!r}")
+
+    def world_size(self, workers: int) -> int:
+        return workers + 1
+
+    def serves(self, rank: int, workers: int) -> bool:
+        return rank == workers
+
+    def serve(self, comm, model, optimizer, setup) -> dict:
+        """The switch rank: one aggregation per call of the workers, until they say goodbye."""
+        rounds, busiest = 0, 0
+        while (record := serve(comm, self.slots, self.elements)) is not None:
+            rounds, busiest = rounds + 1, max(busiest, record["slots_used"])
+        return {"role": "switch", "aggregations": rounds, "slots_used": busiest,
+                "pool_bytes": self.slots * self.elements * 4, "stats": comm.stats.snapshot(), "sim": comm.now}
+
+    def exchange(self, comm, model, optimizer, setup) -> "SwitchExchange":
+        return SwitchExchange(comm, self, setup.workers)
+
+    def time(self, nbytes: float, workers: int, link, network=None) -> float:
+        """Closed-form seconds of one aggregation on ``link`` (the run's ``network`` does not enter)."""
+        return ina_time(nbytes, link, self.slots, self.elements)
+
+    def __repr__(self) -> str:
+        return f"InNetwork(slots={self.slots}, elements={self.elements})"
+
+
+class SwitchExchange(Exchange):
+    """A worker's side of ``arch="switchml"``: the average is the switch's sum over ``workers``."""
+
+    def __init__(self, comm, arch: InNetwork, workers: int):
+        self.comm, self.arch, self.workers = comm, arch, workers
+
+    def step(self, model, optimizer) -> None:
+        g = grads(model)
+        unflatten_into(self._mean(flatten(g)), g)
+        optimizer.step()
+
+    def average(self, tensors) -> list[torch.Tensor]:
+        tensors = list(tensors)
+        out = [torch.empty_like(t) for t in tensors]
+        unflatten_into(self._mean(flatten(tensors)), out)
+        return out
+
+    def _mean(self, flat: torch.Tensor) -> torch.Tensor:
+        return aggregate(self.comm, flat, self.arch.slots, self.arch.elements).div_(self.workers)
+
+    def close(self) -> None:
+        goodbye(self.comm)

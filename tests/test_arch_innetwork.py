@@ -1,10 +1,10 @@
-"""commlab.sim.innetwork: the closed form's parts (wire bytes, the slot pool's window, the
+"""commlab.arch.innetwork: the closed form's parts (wire bytes, the slot pool's window, the
 limits of the speedup over a ring) and its refusals."""
 import pytest
 
 from commlab.arch import ring
 from commlab.net.link import LinkModel
-from commlab.sim.innetwork import HEADER, ina_speedup, ina_time, ina_wire_bytes
+from commlab.arch.innetwork import HEADER, ina_speedup, ina_time, ina_wire_bytes
 
 LINK = LinkModel(3e-6, 1 / 12.5e9)
 

@@ -1,10 +1,10 @@
-"""commlab.infra.switch: the switch rank's sum equals an all-reduce of the fixed-point values
+"""commlab.arch.switch: the switch rank's sum equals an all-reduce of the fixed-point values
 (exactly) and of the floats (to the rounding bound), through a pool that never holds more than
 its slots, with every byte honest; on threads and on Gloo; refusals."""
 import pytest
 import torch
 
-from commlab.infra.switch import INT32_MAX, scale_for, switch_allreduce
+from commlab.arch.switch import INT32_MAX, scale_for, switch_allreduce
 from commlab.runtime import RankError, launch
 
 WORKERS, N = 3, 1000
@@ -57,3 +57,40 @@ def test_refusals():
         launch(lambda c: switch_allreduce(c, torch.ones(3), slots=0), 2, "threads", timeout=5)
     with pytest.raises(RankError, match="at least one worker and the switch rank"):
         launch(lambda c: switch_allreduce(c, torch.ones(3)), 1, "threads", timeout=5)
+
+
+def test_the_trainer_trains_through_the_switch_as_through_a_ring():
+    """arch="switchml": one switch rank after the workers; the losses are the ring's to within the
+    fixed-point rounding; each worker sends its vector once per step; the switch counts the steps."""
+    from commlab.net import Network
+    from commlab.train import Trainer
+
+    kw = dict(workers=3, net=Network("10GbE"), progress=False, seed=0)
+    switch, ring = Trainer(arch="switchml(slots=4, elements=32)", **kw), Trainer(arch="ring", **kw)
+    hs, hr = switch.fit(steps=5), ring.fit(steps=5)
+    assert hs.loss == pytest.approx(hr.loss, rel=1e-5)
+    sent = hs.bytes_sent[0][0]
+    assert all(row == [sent] * 3 for row in hs.bytes_sent)  # every worker, every step, the same packets
+    assert all(row == [sent - 8] * 3 for row in hs.bytes_recv)  # the sums back; the scale's max is 8 bytes, not 16
+    assert hs.server_bytes_sent == [5 * 3 * (sent - 8)]  # the switch sends what the workers receive
+    assert hs.server_bytes_recv == [5 * 3 * sent + 3 * 16]  # and takes what they send, and three goodbyes
+    with pytest.raises(ValueError, match="sums fixed-point integers in the switch"):
+        Trainer(arch="switchml", compress="qsgd", **kw)
+    with pytest.raises(ValueError, match="aggregates one vector per step"):
+        Trainer(arch="switchml", schedule="wfbp", **kw)
+    with pytest.raises(ValueError, match="switchml: slots=0"):
+        Trainer(arch="switchml(slots=0)", **kw)
+
+
+def test_the_simulator_knows_the_switch():
+    from commlab import sim
+    from commlab.arch import get
+    from commlab.arch.innetwork import ina_time
+    from commlab.net.link import get_link
+
+    c = sim.Cluster(4, 1, inter="100GbIB")
+    assert sim.comm_time(c, "switchml")(1e8) == ina_time(1e8, get_link("100GbIB"))
+    assert get("switchml(slots=16)").time(1e8, 4, "100GbIB") == ina_time(1e8, "100GbIB", 16, 64)
+    assert sim.iteration("resnet50", c, arch="switchml", schedule="wfbp").time > 0
+    with pytest.raises(ValueError, match="no switch"):
+        sim.iteration("resnet50", c, arch="switchml", level="message")

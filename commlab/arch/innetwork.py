@@ -7,7 +7,8 @@ once, against the ring's 2 (p-1)/p n each way in 2 (p-1) steps. A switch has lit
 aggregates through a bounded **pool of slots**: a packet carries one chunk of ``elements``
 integers into a slot; when every worker's packet for the slot has arrived the switch multicasts
 the sum and the slot is free for the worker's next chunk. Switches add integers, so the floats
-are scaled to fixed point first (:mod:`commlab.infra.switch` runs this protocol for real).
+are scaled to fixed point first (:mod:`commlab.arch.switch` runs this protocol for real, and
+``Trainer(arch="switchml")`` trains through it).
 
 **Time** of one aggregation of n bytes over a full-duplex link (alpha, C), by default 100 Gb/s
 Ethernet with a kernel-bypass stack (SwitchML's DPDK or RDMA workers; ``rdma-100GbE`` of
@@ -28,7 +29,7 @@ chunk, worker bitmap); SwitchML's exact header is not modelled beyond that, an a
 from __future__ import annotations
 
 from .. import checks
-from ..arch import ring
+from . import ring
 from ..net.link import get_link
 
 HEADER = 54
