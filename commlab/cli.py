@@ -55,6 +55,7 @@ def _epilog(keys) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The argparse parser: subcommands train, simulate and advise, each epilog listing valid names."""
     top = argparse.ArgumentParser(prog="python -m commlab", description="commlab from the command line")
     sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise}")
     fmt = argparse.RawDescriptionHelpFormatter
@@ -252,6 +253,7 @@ def _simulate(p, a) -> int:
 
 
 def main(argv=None) -> int:
+    """Parse ``argv`` (sys.argv when None), run the chosen subcommand and return its exit code."""
     p = parser()
     a = p.parse_args(argv)
     sub = p._subparsers._group_actions[0].choices[a.command]

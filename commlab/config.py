@@ -83,24 +83,28 @@ def _a_number(name, v, valid: str) -> None:
 
 
 def positive_int(name, v):
+    """Rule: an integer >= 1 (TypeError for a non-number, ValueError otherwise)."""
     _a_number(name, v, "an integer >= 1")
     if not (checks.is_int(v, numpy=True) and v >= 1):
         raise _bad(name, v, "an integer >= 1")
 
 
 def any_int(name, v):
+    """Rule: any integer (TypeError for a non-number, ValueError for a fraction)."""
     _a_number(name, v, "an integer")
     if not checks.is_int(v, numpy=True):
         raise _bad(name, v, "an integer")
 
 
 def positive(name, v):
+    """Rule: a finite number > 0 (TypeError for a non-number, ValueError otherwise)."""
     _a_number(name, v, "a finite number > 0")
     if not (_is_real(v) and v > 0):
         raise _bad(name, v, "a finite number > 0")
 
 
 def non_negative(name, v):
+    """Rule: a finite number >= 0 (TypeError for a non-number, ValueError otherwise)."""
     _a_number(name, v, "a finite number >= 0")
     if not (_is_real(v) and v >= 0):
         raise _bad(name, v, "a finite number >= 0")
@@ -114,21 +118,25 @@ def unit_interval(name, v):
 
 
 def boolean(name, v):
+    """Rule: True or False (TypeError otherwise; 0 and 1 are not booleans)."""
     if not isinstance(v, bool):
         raise _bad(name, v, "True or False", TypeError)
 
 
 def a_dict(name, v):
+    """Rule: a dict of keyword arguments (TypeError otherwise)."""
     if not isinstance(v, dict):
         raise _bad(name, v, "a dict of keyword arguments, such as {}", TypeError)
 
 
 def split(name, v):
+    """Rule: one of :data:`SPLITS`, the ways the data set is divided among workers."""
     if v not in SPLITS:
         raise ValueError(f"Trainer option {name}={v!r} is not known; valid: {', '.join(SPLITS)}")
 
 
 def runtime(name, v):
+    """Rule: one of :data:`RUNTIMES`; ``'torchrun'`` gets a hint to pass 'gloo' or 'nccl' instead."""
     if v in RUNTIMES and isinstance(v, str):
         return
     hint = ""
@@ -139,11 +147,13 @@ def runtime(name, v):
 
 
 def model(name, v):
+    """Rule: a non-empty model name, or a callable dataset -> nn.Module (TypeError otherwise)."""
     if not ((isinstance(v, str) and v) or callable(v)):
         raise _bad(name, v, "a model name such as 'mlp', or a function dataset -> nn.Module", TypeError)
 
 
 def data(name, v):
+    """Rule: a non-empty data set name, or a :class:`commlab.data.Dataset` (TypeError otherwise)."""
     if not ((isinstance(v, str) and v) or isinstance(v, Dataset)):
         raise _bad(name, v, "a data set name such as 'digits', or a commlab.data.Dataset", TypeError)
 

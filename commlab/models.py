@@ -110,6 +110,7 @@ class TinyTransformer(nn.Module):
         self.head = nn.Linear(d_model, num_classes)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, num_classes)`` for tokens ``(B, L)``: encode, mean-pool over positions, head."""
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         h = self.encoder(self.tok(tokens) + self.pos(positions))
         return self.head(self.norm(h.mean(dim=1)))

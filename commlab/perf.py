@@ -41,6 +41,7 @@ def c2c_ratio(intensity: float, batch_per_worker: int, workers: int) -> float:
 
 @dataclass(frozen=True)
 class StepTime:
+    """One step's times under the model above: compute t_s / N, comm t_m and single-worker t_s, in seconds."""
     workers: int
     compute: float   # t_s / N, seconds
     comm: float      # t_m, seconds
@@ -48,14 +49,17 @@ class StepTime:
 
     @property
     def total(self) -> float:
+        """t_s / N + t_m: one step's seconds (no overlap of compute and communication)."""
         return self.compute + self.comm
 
     @property
     def speedup(self) -> float:
+        """S(N) = t_s / (t_s / N + t_m): speedup over one worker."""
         return self.single / self.total
 
     @property
     def efficiency(self) -> float:
+        """S(N) / N: the share of linear speedup reached."""
         return self.speedup / self.workers
 
 
@@ -77,4 +81,5 @@ def speedup(params: int, flops_per_sample: float, global_batch: int, workers: in
 
 
 def speedup_curve(params, flops_per_sample, global_batch, worker_counts, link, flops=1e12) -> list[float]:
+    """S(N) for each N in ``worker_counts`` (strong scaling, the global batch fixed)."""
     return [speedup(params, flops_per_sample, global_batch, n, link, flops) for n in worker_counts]

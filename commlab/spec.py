@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Spec:
+    """One parsed spec: a normalised name with its literal positional and keyword arguments."""
     name: str
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
@@ -71,6 +72,7 @@ def _literal(node):
 
 
 def parse_one(text: str) -> Spec:
+    """Parse a spec that must hold exactly one name (no '+'); ValueError otherwise."""
     specs = parse(text)
     if len(specs) != 1:
         raise ValueError(f"expected one spec, got {len(specs)} in {text!r}")
@@ -104,6 +106,7 @@ class Registry:
         self.chain = None  # builds several parts joined by '+' (see register_chain)
 
     def register(self, name: str, builder) -> None:
+        """Make ``name`` buildable: ``builder(*args, **kwargs)`` with the spec's arguments."""
         self.builders[name] = builder
 
     def register_wrapper(self, name: str, builder) -> None:
@@ -119,10 +122,12 @@ class Registry:
         self.chain = builder
 
     def plan(self, names, where: str) -> None:
+        """Mark ``names`` as planned but not implemented; building one says ``where`` (the issue)."""
         for n in names:
             self.planned[n] = where
 
     def names(self) -> list[str]:
+        """The registered (buildable) names, sorted; wrappers and planned names are not listed."""
         return sorted(self.builders)
 
     def _available(self) -> str:

@@ -91,6 +91,7 @@ class Atomo(LowRank):
         self.max_rows = max_rows
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Keep atoms i with probabilities p_i from the singular values; send u_i and sigma_i v_i / p_i."""
         self.check(t)
         plan = self.plan(t.shape)
         if plan is None:

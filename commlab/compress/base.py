@@ -70,6 +70,7 @@ def check_tensor(t, who: str) -> torch.Tensor:
 
 
 def check_ratio(ratio, who: str, what: str = "ratio") -> float:
+    """The ratio as a float in (0, 1], else ValueError naming the value and the range."""
     if not checks.is_number(ratio) or not 0 < ratio <= 1:
         raise ValueError(f"{who}: {what}={ratio!r} is out of range; valid: 0 < {what} <= 1")
     return float(ratio)
@@ -83,10 +84,12 @@ def check_int(value, who: str, what: str, low: int = 1, high: int | None = None)
 
 
 def check_levels(levels, who: str, high: int | None = None) -> int:
+    """A number of quantization levels: an integer in [1, high], else ValueError."""
     return check_int(levels, who, "levels", 1, high)
 
 
 def check_rank(rank, who: str) -> int:
+    """A low-rank budget: an integer >= 1, else ValueError."""
     return check_int(rank, who, "rank", 1)
 
 
@@ -149,15 +152,19 @@ class Compressor:
         return g
 
     def tick(self) -> None:
+        """Count one call, so that the next call's :meth:`generator` draws a fresh stream."""
         self.calls += 1
 
     def check(self, t) -> torch.Tensor:
+        """The tensor itself if it is a finite floating-point tensor, else TypeError/ValueError."""
         return check_tensor(t, self.name)
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """The :class:`Payload` that stands for ``t`` on the wire (subclasses implement it)."""
         raise NotImplementedError
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """C(x): the tensor a payload stands for, in its original shape and dtype."""
         raise NotImplementedError
 
     def __call__(self, t: torch.Tensor, key=None) -> torch.Tensor:

@@ -56,21 +56,27 @@ class Cast(Compressor):
         return h
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """One part, ``values``: t cast to fp16/bf16, 2 bytes per coordinate."""
         return Payload({"values": self._cast(t)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The half-precision values back in the original shape and dtype."""
         return restore(p["values"], p)
 
     def summable(self, t: torch.Tensor, key=None) -> torch.Tensor:
+        """The flat half-precision cast, summed over ranks in the all-reduce."""
         return self._cast(t).reshape(-1)
 
     def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
+        """The sum of ``count`` ranks' casts divided by count, in fp32, shaped and typed like ``like``."""
         return (s.float() / count).reshape(like.shape).to(like.dtype)
 
 
 def fp16() -> Cast:
+    """The fp16 cast (10-bit mantissa; |x| > 65504 raises ValueError)."""
     return Cast(torch.float16)
 
 
 def bf16() -> Cast:
+    """The bf16 cast (7-bit mantissa, fp32's exponent range)."""
     return Cast(torch.bfloat16)

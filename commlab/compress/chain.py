@@ -47,6 +47,7 @@ LOCATORS = ("idx", "seed")  # the sparsifier's parts that say where the values g
 
 
 def valid_chains() -> str:
+    """Words naming a valid chain: one of the sparsifiers, then one of the quantizers."""
     return f"a sparsifier ({', '.join(SPARSIFIERS)}) then a quantizer ({', '.join(QUANTIZERS)})"
 
 
@@ -72,6 +73,7 @@ class SparseThenQuantize(Compressor):
 
     @property
     def seed(self) -> int:
+        """The seed; setting it gives the sparsifier this seed and the quantizer one mixed from it."""
         return self._seed
 
     @seed.setter
@@ -86,6 +88,7 @@ class SparseThenQuantize(Compressor):
         return kept_count(self.sparsifier.ratio, d)  # rand-k: k = round(ratio d)
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """The sparsifier's positions beside the quantizer's code of the kept values (no values when none kept)."""
         sparse = self.sparsifier.compress(t, key)
         values = sparse.parts.pop("val")
         if not values.numel():  # nothing kept: the positions (none) say it all
@@ -97,6 +100,7 @@ class SparseThenQuantize(Compressor):
         return Payload({**sparse.parts, **q.parts}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """Decode the kept values with the quantizer, then place them with the sparsifier."""
         locator = {k: v for k, v in p.parts.items() if k in LOCATORS}
         code = {k: v for k, v in p.parts.items() if k not in LOCATORS}
         if not locator:

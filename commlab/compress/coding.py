@@ -125,6 +125,7 @@ def gamma_encode(x: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 
 def gamma_decode(data: torch.Tensor, n: int) -> torch.Tensor:
+    """The first n integers of an Elias gamma stream (packed bytes), as an int64 tensor."""
     return torch.from_numpy(_gamma_read(data, n)[0])
 
 
@@ -136,6 +137,7 @@ def delta_encode(x: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 
 def delta_decode(data: torch.Tensor, n: int) -> torch.Tensor:
+    """The first n integers of an Elias delta stream (packed bytes), as an int64 tensor."""
     nb1, at, words = _gamma_read(data, n)
     return torch.from_numpy(_read_mantissas(words, nb1 - 1, at))
 
@@ -146,6 +148,7 @@ def gamma_length(x: torch.Tensor) -> int:
 
 
 def delta_length(x: torch.Tensor) -> int:
+    """Bits of the delta code of x, from the formula (for checks)."""
     nb = _floor_log2(_check_positive(x, "Elias delta"))
     return int((nb + 2 * _floor_log2(nb + 1) + 1).sum())
 

@@ -71,6 +71,7 @@ class DGC(Compressor):
         return WARMUP_START * (self.ratio / WARMUP_START) ** (step / self.warmup_steps)
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """u <- m u + g, v <- v + u; send the top rho_t of |v| (sparse payload), zero them in u and v."""
         flat = self.check(t).detach().reshape(-1)
         wide = torch.promote_types(t.dtype, torch.float32)  # buffers in fp32 (fp64 stays fp64)
         st = self.state.get(key)
@@ -92,6 +93,7 @@ class DGC(Compressor):
         return sparse_payload(idx, values, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The dense tensor of a sparse (idx, val) payload."""
         check_sparse(p, self.name)
         return densify(p)
 
@@ -105,6 +107,7 @@ class DGC(Compressor):
         return sparse_nbytes(tuple(shape), count(self.density(step), math.prod(shape)), dtype)
 
     def reset(self) -> None:
+        """Forget every momentum buffer, accumulator and warm-up step count."""
         self.state.clear()
 
     def __repr__(self) -> str:

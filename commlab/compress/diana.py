@@ -57,6 +57,7 @@ class Diana(Compressor):
         return h
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Delta = Q(g - h) (QSGD); the shift moves h <- h + alpha Delta."""
         self.check(t)
         g = work(t)
         h = self._get(self.shifts, key, g)
@@ -68,6 +69,7 @@ class Diana(Compressor):
         return p
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The quantized difference Delta (not the gradient estimate h + Delta)."""
         return self.quantizer.decompress(p)
 
     def __call__(self, t: torch.Tensor, key=None) -> torch.Tensor:
@@ -75,6 +77,7 @@ class Diana(Compressor):
         return self._estimate.reshape(t.shape).to(t.dtype)
 
     def combine(self, payloads: list, key=None) -> torch.Tensor:
+        """g = h + mean of the Delta_i, with the server's shift h <- h + alpha mean (per key)."""
         if not payloads:
             raise ValueError(f"{self.name}: combine needs at least one payload")
         mean = sum(work(self.decoded(p)) for p in payloads) / len(payloads)
@@ -89,5 +92,6 @@ class Diana(Compressor):
         return self.shifts.get(key)
 
     def reset(self) -> None:
+        """Forget the workers' and the server's shifts (h = 0 again)."""
         self.shifts.clear()
         self.server.clear()

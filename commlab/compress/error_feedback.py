@@ -54,6 +54,7 @@ class ErrorFeedback(Compressor):
         return e + t
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """p = C(e + g) with the inner compressor; keeps e <- e + g - p for this key."""
         x = self._corrected(t, key)
         p = self.inner.compress(x.to(t.dtype), key)
         self.residuals[key] = x - self.inner.decompress(p).to(x.dtype)
@@ -61,18 +62,22 @@ class ErrorFeedback(Compressor):
         return p
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The inner compressor's decompression (the residual stays on the sender)."""
         return self.inner.decompress(p)
 
     def summable(self, t: torch.Tensor, key=None) -> torch.Tensor:
+        """The inner summable of e + g; keeps e <- e + g - (what it contributes) for this key."""
         x = self._corrected(t, key)
         s = self.inner.summable(x.to(t.dtype), key)
         self.residuals[key] = x - self.inner.from_summed(s.clone(), x, 1)
         return s
 
     def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
+        """The inner compressor's average from the summed tensors."""
         return self.inner.from_summed(s, like, count)
 
     def combine(self, payloads: list, key=None) -> torch.Tensor:
+        """The inner compressor's aggregate of every rank's payload."""
         return self.inner.combine(payloads, key)
 
     def residual(self, key=None) -> torch.Tensor | None:
@@ -80,4 +85,5 @@ class ErrorFeedback(Compressor):
         return self.residuals.get(key)
 
     def reset(self) -> None:
+        """Forget every residual (each key starts again from e = 0)."""
         self.residuals.clear()

@@ -87,6 +87,7 @@ class GTopK(TopK):
         return out.to(t.dtype).view(t.shape)
 
     def reset(self) -> None:
+        """Forget every residual."""
         self.residuals.clear()
 
     def __repr__(self) -> str:

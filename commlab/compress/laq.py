@@ -65,6 +65,8 @@ class LAQ(Compressor):
         return self.xi / self.D * sum(hist) + 3 * (err + err_last)
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """A flag only (1 byte) when the quantized innovation is small enough to skip, else flag, radius and
+        b-bit codes; updates Qhat."""
         self.check(t)
         g = work(t)
         st = self.workers.get(key)
@@ -92,6 +94,7 @@ class LAQ(Compressor):
         return p
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """dQ = 2 tau R q - R from the codes, or zeros for a skipped round."""
         dtype = torch.float64 if p.dtype == torch.float64 else torch.float32
         if int(p["flag"][0]) == 0:
             return torch.zeros(p.shape, dtype=p.dtype, device=p["flag"].device)
@@ -100,6 +103,7 @@ class LAQ(Compressor):
         return restore(q.mul_(2 * radius / self.levels).sub_(radius), p)
 
     def combine(self, payloads: list, key=None) -> torch.Tensor:
+        """The server's running sum of every upload, divided by the number of workers (per key)."""
         if not payloads:
             raise ValueError(f"{self.name}: combine needs at least one payload")
         first = payloads[0]
@@ -119,6 +123,7 @@ class LAQ(Compressor):
         self.history.setdefault(key, deque(maxlen=self.D)).append(float(work(aggregate).double().pow(2).sum()))
 
     def reset(self) -> None:
+        """Forget every worker's and the server's state, the skip history and the sent/skipped counts."""
         self.workers.clear()
         self.sums.clear()
         self.history.clear()

@@ -94,6 +94,7 @@ class LowRank(Compressor):
         return to_matrix(t, (b, a), dtype).T if transposed else to_matrix(t, (a, b), dtype)
 
     def raw(self, t: torch.Tensor) -> Payload:
+        """The tensor uncompressed, as one part ``raw`` (for tensors the rule sends whole)."""
         return Payload({"raw": t.detach()}, t.shape, t.dtype)
 
     def pack(self, t: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> Payload:
@@ -101,6 +102,7 @@ class LowRank(Compressor):
         return Payload({self.factors[0]: left.to(t.dtype), self.factors[1]: right.to(t.dtype)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """L^T R from the two factors, back in the tensor's shape and dtype (or the raw tensor)."""
         if "raw" in p.parts:
             return p["raw"].reshape(p.shape).to(p.dtype)
         plan = self.plan(p.shape)

@@ -36,6 +36,7 @@ class Natural(Compressor):
     aggregation = "gather"
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Round each |x| to 2^a or 2^(a+1) at random; send the 8-bit exponent and a packed sign bit."""
         self.check(t)
         x = t.reshape(-1).float()
         if t.dtype == torch.float64 and not bool(torch.isfinite(x).all()):
@@ -50,6 +51,7 @@ class Natural(Compressor):
         return Payload({"exp": exp.to(torch.uint8), "signs": coding.pack_bits(bits < 0, 1)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """sign(x) 2^a rebuilt from the exponent byte and the sign bit (zero mantissa)."""
         neg = coding.unpack_bits(p["signs"], 1, p.numel).to(torch.int32)
         bits = (neg << 31) | (p["exp"].to(torch.int32) << 23)
         return restore(bits.view(torch.float32), p)

@@ -60,21 +60,26 @@ class Payload:
 
     @classmethod
     def skip(cls, shape, dtype) -> "Payload":
+        """An empty payload (no parts) for a tensor of ``shape`` and ``dtype``: only the header travels."""
         return cls({}, shape, dtype)
 
     @property
     def numel(self) -> int:
+        """Elements of the original tensor (the product of ``shape``)."""
         return math.prod(self.shape)
 
     @property
     def header_bytes(self) -> int:
+        """Bytes of the header :meth:`to_bytes` writes for this shape and these parts."""
         return header_bytes(len(self.shape), self.parts)
 
     @property
     def nbytes(self) -> int:
+        """Exact wire bytes: the header plus every part's elements times its element size."""
         return self.header_bytes + sum(v.numel() * v.element_size() for v in self.parts.values())
 
     def to_bytes(self) -> torch.Tensor:
+        """The payload as one flat uint8 tensor: header (dtype, shape, part names and sizes), then the parts."""
         head = [_CODE[self.dtype], len(self.shape), len(self.parts), 0]
         for s in self.shape:
             head += list(int(s).to_bytes(4, "little"))
@@ -87,6 +92,7 @@ class Payload:
 
     @classmethod
     def from_bytes(cls, data: torch.Tensor) -> "Payload":
+        """Read back a payload written by :meth:`to_bytes`; ValueError for a malformed buffer."""
         if data.dtype != torch.uint8 or data.dim() != 1:
             raise ValueError(f"Payload.from_bytes expects a 1-D uint8 tensor, got {data.dtype} of shape "
                              f"{tuple(data.shape)}")

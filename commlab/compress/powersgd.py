@@ -90,6 +90,7 @@ class PowerSGD(LowRank):
 
     # -- one tensor on its own (N = 1, or the payload a parameter server would get)
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """One rank's view: P = orth(M Q), Q = M^T P; the factors travel (or the raw tensor)."""
         self.check(t)
         job = self._start(t, key)
         if job is None:
@@ -104,6 +105,7 @@ class PowerSGD(LowRank):
     protocol = "powersgd"  # commlab.arch.aggregate hands aggregate() its all-reduce
 
     def summable(self, t, key=None):
+        """Always TypeError: PowerSGD aggregates in two all-reduces (see :meth:`aggregate`)."""
         raise TypeError(f"{self.name} aggregates in two all-reduces (P, then Q); use "
                         f"commlab.arch.aggregate.aggregate_all(comm, compressor, tensors)")
 
@@ -134,6 +136,7 @@ class PowerSGD(LowRank):
         return out
 
     def reset(self) -> None:
+        """Forget every error-feedback buffer and warm-started Q."""
         self.state.clear()
 
     def __repr__(self) -> str:

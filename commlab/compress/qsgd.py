@@ -80,6 +80,8 @@ class QSGD(Compressor):
         return norms, r.floor_().clamp_(max=self.levels), x < 0
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Bucket norms (fp32) and, per coordinate, the level with its sign: packed fixed-width codes,
+        or Elias gamma levels with signs for the nonzero ones."""
         if not t.is_floating_point():
             self.check(t)
         norms, levels, neg = self.quantize(work(t))
@@ -94,6 +96,7 @@ class QSGD(Compressor):
         return Payload({"norms": norms, "levels": data.to(t.device), "signs": signs}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """||v||_2 sign(v_i) l_i / s per bucket, from either coding."""
         d = p.numel
         dtype = torch.float64 if p.dtype == torch.float64 else torch.float32
         norms = p["norms"].to(dtype)

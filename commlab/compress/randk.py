@@ -72,12 +72,14 @@ class RandK(Compressor):
         return subset(d, kept(self.ratio, d), seed, device)
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """The draw's seed (8 bytes) and the k chosen values; positions are redrawn from the seed."""
         flat = self.check(t).detach().reshape(-1)
         seed, idx = self._draw(flat)
         seed_part = torch.tensor([seed], dtype=torch.int64, device=t.device)  # beside the values: NCCL sends GPU tensors
         return Payload({"seed": seed_part, "val": flat[idx]}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The k values, scaled by d / k, at the positions the seed draws; zero elsewhere."""
         if set(p.parts) != {"seed", "val"}:
             raise ValueError(f"{self.name}: expected a payload with parts 'seed' and 'val', got {sorted(p.parts)}")
         return self._expand(p["val"], int(p["seed"][0]), p.shape, p.dtype, 1)
@@ -92,10 +94,12 @@ class RandK(Compressor):
 
     # -- "sum" aggregation: the k values of every rank sit at the same positions
     def summable(self, t: torch.Tensor, key=None) -> torch.Tensor:
+        """The k values at this call's shared random positions (the same on every rank)."""
         flat = self.check(t).detach().reshape(-1)
         return flat[self._draw(flat)[1]].clone()
 
     def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
+        """The summed values scaled by d / (k count) at the last draw's positions."""
         if self._last is None or self._last[1] != like.numel():
             raise ValueError(f"{self.name}: from_summed must follow summable on a tensor of the same size")
         return self._expand(s, self._last[0], like.shape, like.dtype, count)

@@ -84,6 +84,8 @@ class Rotated(Compressor):
         return (2 * math.log(b) + 2) / self.levels ** 2 * float(work(t).double().pow(2).sum())
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Rotate each bucket (random signs, then Walsh-Hadamard), round to s levels at random;
+        send the seed, each bucket's (min, max) and the levels, packed or Huffman-coded."""
         self.check(t)
         x = work(t)
         d, b, s = x.numel(), self.bucket, self.levels
@@ -111,6 +113,7 @@ class Rotated(Compressor):
         return Payload(parts, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """Levels back to values in each bucket's range, then the inverse rotation."""
         d, b, s = p.numel, self.bucket, self.levels
         nb = -(-d // b)
         if "levels" in p.parts:

@@ -55,10 +55,12 @@ class SignSGD(Compressor):
         super().__init__()
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """sign(x) packed at one bit per coordinate."""
         self.check(t)
         return Payload({"signs": coding.pack_signs(work(t))}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """+1 / -1 per coordinate from the packed signs."""
         return restore(_unsigned(p), p)
 
 
@@ -73,6 +75,7 @@ class Signum(SignSGD):
         self.state: dict = {}
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """m <- beta m + (1 - beta) g for this key; sign(m) packed at one bit per coordinate."""
         self.check(t)
         g = work(t)
         m = self.state.get(key)
@@ -82,6 +85,7 @@ class Signum(SignSGD):
         return Payload({"signs": coding.pack_signs(m)}, t.shape, t.dtype)
 
     def reset(self) -> None:
+        """Forget every momentum buffer."""
         self.state.clear()
 
 
@@ -96,6 +100,7 @@ class ScaledSign(Compressor):
         super().__init__()
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """The scale ||x||_1 / d (fp32) and sign(x) packed at one bit per coordinate."""
         if not isinstance(t, torch.Tensor) or t.dtype not in FLOAT_DTYPES:
             self.check(t)  # the TypeError
         x = work(t)
@@ -105,6 +110,7 @@ class ScaledSign(Compressor):
         return Payload({"scale": scale.float().reshape(1), "signs": coding.pack_signs(x)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """scale * sign(x) per coordinate."""
         return restore(_unsigned(p, p["scale"].reshape(())), p)
 
 
@@ -120,6 +126,7 @@ class OneBit(Compressor):
         self.bucket = check_int(bucket, self.name, "bucket", 1)
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Per bucket the mean of its positive and of its negative coordinates (fp32), and one sign bit each."""
         self.check(t)
         x = work(t)
         d, b = x.numel(), self.bucket
@@ -136,6 +143,7 @@ class OneBit(Compressor):
         return Payload({"means": means, "signs": coding.pack_bits(neg.reshape(-1)[:d], 1)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """Each coordinate becomes its bucket's positive or negative mean, by its sign bit."""
         d, b = p.numel, self.bucket
         nb = -(-d // b)
         neg = coding.unpack_signs(p["signs"], d).to(p["signs"].device)

@@ -55,10 +55,12 @@ def index_dtype(d: int) -> torch.dtype:
 
 
 def index_bytes(d: int) -> int:
+    """Bytes per index on the wire for a tensor of d coordinates: 2, 4 or 8."""
     return torch.empty((), dtype=index_dtype(d)).element_size()
 
 
 def encode_indices(idx: torch.Tensor, d: int) -> torch.Tensor:
+    """Positions in :func:`index_dtype`'s dtype (int16 shifted by -32768 when d <= 65536)."""
     dt = index_dtype(d)
     return (idx - OFFSET16).to(dt) if dt == torch.int16 else idx.to(dt)
 

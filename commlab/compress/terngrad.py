@@ -59,6 +59,7 @@ class TernGrad(Compressor):
         return float(x.abs().max()) if x.numel() else 0.0
 
     def compress(self, t: torch.Tensor, key=None, scale: float | None = None) -> Payload:
+        """s (fp32, ||x||_inf or the given shared ``scale``) and one trit per coordinate, five per byte."""
         self.check(t)
         x = self._clipped(t)
         a = x.abs()  # |x| once: its max is the scaler, then (in place) the keep probabilities
@@ -76,6 +77,7 @@ class TernGrad(Compressor):
                         "trits": coding.pack_trits(trits)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """s * {0, +1, -1} per coordinate from the packed trits."""
         dtype = torch.float64 if p.dtype == torch.float64 else torch.float32
         lut = torch.tensor([0.0, 1.0, -1.0], dtype=dtype, device=p["trits"].device) * p["scale"].to(dtype)
         return restore(coding.unpack_trits(p["trits"], p.numel, lut), p)  # lut[trit], five per lookup

@@ -55,6 +55,8 @@ class Threshold(Compressor):
         self.signs = signs
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Sparse (idx, val) of the coordinates with |x_i| > tau, or with ``signs``: signed indices
+        and tau only."""
         if not isinstance(t, torch.Tensor) or t.dtype not in FLOAT_DTYPES:
             self.check(t)  # the TypeError
         flat = t.detach().reshape(-1)
@@ -70,6 +72,7 @@ class Threshold(Compressor):
         return Payload({"idx": words, "tau": torch.tensor([self.tau], dtype=t.dtype, device=t.device)}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The dense tensor: the kept values, or +-tau at the signed indices."""
         if "tau" not in p.parts:
             check_sparse(p, self.name)
             return densify(p)

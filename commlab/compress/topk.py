@@ -48,11 +48,13 @@ class TopK(Compressor):
         self.ratio = check_ratio(ratio, self.name)
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """Sparse (idx, val) of the k largest-magnitude coordinates."""
         flat = self.check(t).detach().reshape(-1)
         idx = topk_indices(flat.abs(), count(self.ratio, flat.numel()), self.seed)
         return sparse_payload(idx, flat.index_select(0, idx), t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The dense tensor of a sparse (idx, val) payload, zero elsewhere."""
         check_sparse(p, self.name)
         return densify(p)
 
