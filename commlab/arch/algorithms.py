@@ -22,6 +22,7 @@ from . import halving_doubling, naive, ring, tree
 
 
 class Algorithm(NamedTuple):
+    """One all-reduce algorithm: ``run``, the function that runs it over Comm, and ``cost``, its closed form."""
     run: Callable
     cost: Callable
 

@@ -59,9 +59,11 @@ class AllReduce:
         self.name, self.kw = algorithm, kw
 
     def allreduce(self, comm, tensor, op: str = "sum"):
+        """Run this algorithm on ``tensor`` over ``comm`` with reduction ``op`` and its keyword arguments."""
         return collectives.allreduce(comm, tensor, self.name, op, **self.kw)
 
     def check(self, config, sync, compressor, reply) -> None:
+        """Refuse a run that needs a parameter server (its sync, or reply_compress): ValueError."""
         if sync.needs_server:
             raise ValueError(f"sync={config.sync!r} runs over a parameter server: use arch='ps' or "
                              f"'ps(shards=S)', got arch={config.arch!r}")
@@ -70,12 +72,15 @@ class AllReduce:
                              f"use arch='ps' (got arch={config.arch!r})")
 
     def world_size(self, workers: int) -> int:
+        """Ranks to launch: one per worker, no extra ranks."""
         return workers
 
     def serves(self, rank: int, workers: int) -> bool:
+        """Always False: every rank of an all-reduce is a worker."""
         return False
 
     def exchange(self, comm, model, optimizer, setup: ExchangeSetup) -> AllReduceExchange:
+        """This worker's :class:`AllReduceExchange` over the algorithm, with the run's compressor."""
         return AllReduceExchange(comm, self, setup.compressor)
 
     def time(self, nbytes: float, workers: int, link, network=None) -> float:
@@ -113,6 +118,7 @@ class ParameterServer:
         self.shards, self.colocated = shards, colocated
 
     def layout(self, workers: int) -> Layout:
+        """Where ``workers`` workers and this architecture's shards sit on the ranks."""
         return Layout(workers, self.shards, self.colocated)
 
     def check(self, config, sync, compressor, reply) -> None:
@@ -159,6 +165,8 @@ class ParameterServer:
                     momentum=group["momentum"], weight_decay=group["weight_decay"], policy=setup.policy)
 
     def serve(self, comm, model, optimizer, setup: ExchangeSetup) -> dict:
+        """A server rank's loop (scheduled or plain, with the run's codec) until every worker leaves;
+        returns its record."""
         if setup.messages is not None:
             kw = self._sgd(model, optimizer, setup)
             del kw["policy"]
@@ -167,6 +175,7 @@ class ParameterServer:
         return run_server(comm, shards=self.shards, codec=codec, **self._sgd(model, optimizer, setup))
 
     def exchange(self, comm, model, optimizer, setup: ExchangeSetup) -> ServerExchange:
+        """This worker's side: a :class:`ServerExchange` over a PSClient, or the scheduled one."""
         if setup.messages is not None:
             total = sum(p.numel() for p in trainable(model))
             return ScheduledServerExchange(ScheduledPSClient(comm, setup.workers, self.shards, setup.messages, total))

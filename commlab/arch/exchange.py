@@ -26,14 +26,17 @@ from .aggregate import aggregate, aggregate_all, own_protocol
 
 
 class Exchange:
+    """Base class of a rank's exchange: ``step``, ``average``, ``close`` and the scheduled hooks (module doc)."""
     compressor = None
     gives = "gradients"  # what message() returns
     timeline = ()  # a scheduled exchange's log of its messages (commlab.schedule.engine)
 
     def step(self, model: torch.nn.Module, optimizer) -> None:
+        """Average this step's gradients over the workers and apply them with ``optimizer``."""
         raise NotImplementedError
 
     def average(self, tensors) -> list[torch.Tensor]:
+        """The average over the workers of each of these tensors (local SGD's model averaging)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -63,6 +66,7 @@ class AllReduceExchange(Exchange):
         self.comm, self.algorithm, self.compressor = comm, algorithm, compressor
 
     def step(self, model, optimizer) -> None:
+        """All-reduce the gradients (compressed if a compressor is set), average, then the optimizer step."""
         g = grads(model)
         if self.compressor is None:
             self._average_into(g, g)  # no copy beside the all-reduce's flat buffer
@@ -80,6 +84,7 @@ class AllReduceExchange(Exchange):
         return out
 
     def average(self, tensors) -> list[torch.Tensor]:
+        """The mean of each tensor over the ranks: one flat all-reduce, or the compressed aggregate."""
         tensors = list(tensors)
         if self.compressor is None:
             return self._average_into(tensors, [torch.empty_like(t) for t in tensors])
@@ -116,13 +121,16 @@ class ServerExchange(Exchange):
         self.client, self.compressor = client, compressor
 
     def step(self, model, optimizer) -> None:
+        """Push the gradients, pull the new parameters: the server owns the optimizer."""
         self.client.step(model)  # the server owns the optimizer
 
     def average(self, tensors):
+        """Always ValueError: a parameter server averages gradients, not models."""
         raise ValueError("a parameter server averages gradients, not models; use an all-reduce arch for model "
                          "averaging (local SGD)")
 
     def close(self) -> None:
+        """Say goodbye to every server (the PSClient's close)."""
         self.client.close()
 
     def __repr__(self) -> str:
@@ -139,12 +147,14 @@ class ScheduledServerExchange(Exchange):
         self.client = client
 
     def message(self, m: int, tensors) -> list[torch.Tensor]:
+        """Push message ``m``'s gradient tensors; the new parameters, shaped like them."""
         tensors = list(tensors)
         out = [torch.empty_like(t) for t in tensors]
         unflatten_into(self.client.exchange(m, flatten(tensors)), out)
         return out
 
     def close(self) -> None:
+        """Say goodbye to every server."""
         self.client.close()
 
     def __repr__(self) -> str:

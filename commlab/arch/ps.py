@@ -192,6 +192,7 @@ class PSClient:
         self._sends = None  # pushes (and co-located replies) in flight; None: no push to pull for
 
     def push(self, grad: torch.Tensor) -> None:
+        """Send each piece of the flat gradient to its shard's server, staggered from shard (rank mod S)."""
         if self._sends is not None:
             raise RuntimeError("push() twice without pull(): every push is answered by one pull")
         if grad.numel() != sum(self.sizes):
@@ -214,6 +215,7 @@ class PSClient:
             self._sends += [self.comm.isend(reply, w, PULL_TAG) for w in ready]
 
     def pull(self) -> torch.Tensor:
+        """Receive every shard's reply (a co-located one served first) and return the flat parameters."""
         if self._sends is None:
             raise RuntimeError("pull() without push(): a pull answers the last push")
         r, S, W = self.comm.rank, self.layout.shards, self.layout.workers

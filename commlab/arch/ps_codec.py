@@ -33,6 +33,7 @@ class PSCodec:
 
     # ----- worker side
     def encode_push(self, piece: torch.Tensor, shard: int) -> torch.Tensor:
+        """A push as sent: the raw piece, or the bytes of its compressed payload (keyed by shard)."""
         return piece if self.push is None else self.push.compress(piece, key=shard).to_bytes()
 
     def decode_reply(self, msg: torch.Tensor, shard: int, worker: int, start: torch.Tensor) -> torch.Tensor:
@@ -62,6 +63,8 @@ class PSCodec:
         return self.push.combine(pushes, key=shard).float()
 
     def encode_reply(self, param: torch.Tensor, shard: int, worker: int, start: torch.Tensor) -> torch.Tensor:
+        """A reply: the piece raw, or the compressed difference to the copy worker ``worker`` holds
+        (that copy then moves by what the worker decodes)."""
         if self.reply is None:
             return param.detach().clone()
         held = self.held.setdefault((shard, worker), start.detach().clone())

@@ -26,6 +26,7 @@ from ..net.link import get_link
 
 
 def check_count(what: str, v) -> None:
+    """ValueError unless ``v`` is an integer >= 1 (a count of workers or shards)."""
     if not checks.is_int(v) or v < 1:
         raise ValueError(f"parameter server needs {what} to be an integer >= 1, got {v!r}")
 
@@ -47,9 +48,11 @@ class Layout:
 
     @property
     def world_size(self) -> int:
+        """Ranks in all: W co-located, W + S with servers on extra ranks."""
         return self.workers if self.colocated else self.workers + self.shards
 
     def server_rank(self, shard: int) -> int:
+        """The rank that serves ``shard``: the shard itself co-located, else W + shard."""
         return shard if self.colocated else self.workers + shard
 
     def shard_of(self, rank: int):
@@ -58,17 +61,20 @@ class Layout:
         return s if 0 <= s < self.shards else None
 
     def pieces(self, flat: torch.Tensor) -> tuple:
+        """The flat vector split into S near-equal pieces (``tensor_split``), one per shard."""
         if flat.dim() != 1 or flat.numel() < self.shards:
             raise ValueError(f"cannot split {tuple(flat.shape)} into {self.shards} shards: "
                              "need a 1-D vector with at least one element per shard")
         return flat.tensor_split(self.shards)
 
     def check_world(self, comm) -> None:
+        """ValueError unless ``comm`` has exactly this layout's world size."""
         if comm.world_size != self.world_size:
             raise ValueError(f"a parameter server with {self.describe()} needs {self.world_size} ranks; "
                              f"this run has {comm.world_size}")
 
     def describe(self) -> str:
+        """Words saying which ranks are workers and which serve."""
         if self.colocated:
             return f"{self.workers} workers on ranks 0..{self.workers - 1}, servers co-located on 0..{self.shards - 1}"
         return (f"{self.workers} workers on ranks 0..{self.workers - 1}, {self.shards} server(s) on ranks "

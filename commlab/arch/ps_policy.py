@@ -39,15 +39,19 @@ class Policy:
     synchronous = False  # True: every worker's step t is applied together (co-located needs it)
 
     def next_worker(self, server):
+        """The worker whose push to take next, or None for whichever arrives first."""
         return None
 
     def should_apply(self, server) -> bool:
+        """Whether to apply the buffered pushes now (default: at once)."""
         return True
 
     def can_answer(self, server, worker: int) -> bool:
+        """Whether the pull of ``worker`` can be answered now (default: at once)."""
         return True
 
     def should_drop(self, server, worker: int) -> bool:
+        """Whether to drop the push just taken from ``worker`` unapplied (default: never)."""
         return False
 
     def __repr__(self) -> str:
@@ -62,11 +66,13 @@ class BSPPolicy(Policy):
     synchronous = True
 
     def next_worker(self, server):
+        """The live worker furthest behind, ties broken in the staggered order from this shard."""
         behind = min(server.clocks[w] for w in server.live)
         return min((w for w in server.live if server.clocks[w] == behind),
                    key=lambda w: ((server.shard - w) % server.shards, w))
 
     def should_apply(self, server) -> bool:
+        """True once every live worker's push for this step is buffered."""
         return server.live <= server.buffered.keys()
 
 

@@ -132,6 +132,7 @@ class ScheduledPSClient:
         return out
 
     def close(self) -> None:
+        """Send every server an empty goodbye message (staggered from this rank's shard)."""
         bye = torch.empty(0)
         works = [self.comm.isend(bye, self.layout.server_rank((self.comm.rank + j) % self.layout.shards), PUSH_TAG)
                  for j in range(self.layout.shards)]

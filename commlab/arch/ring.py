@@ -34,6 +34,7 @@ from .chunks import absorb, incoming, members, split, wait_all, workspace
 
 
 def check_segments(s: int) -> None:
+    """ValueError unless ``s`` (pipeline segments per chunk) is an integer >= 1."""
     if not isinstance(s, int) or s < 1:
         raise ValueError(f"segments must be an integer >= 1, got {s!r}")
 

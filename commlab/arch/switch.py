@@ -153,6 +153,7 @@ class InNetwork:
         self.slots, self.elements = slots, elements
 
     def check(self, config, sync, compressor, reply) -> None:
+        """Refuse a parameter-server sync, any compression and any schedule: ValueError."""
         if sync.needs_server:
             raise ValueError(f"sync={config.sync!r} runs over a parameter server: use arch='ps', got "
                              f"arch={config.arch!r}")
@@ -165,9 +166,11 @@ class InNetwork:
                              f"schedule=None with arch={config.arch!r}")
 
     def world_size(self, workers: int) -> int:
+        """Ranks to launch: the workers plus one switch rank."""
         return workers + 1
 
     def serves(self, rank: int, workers: int) -> bool:
+        """True for the switch, the rank after the last worker."""
         return rank == workers
 
     def serve(self, comm, model, optimizer, setup) -> dict:
@@ -179,6 +182,7 @@ class InNetwork:
                 "pool_bytes": self.slots * self.elements * 4, "stats": comm.stats.snapshot(), "sim": comm.now}
 
     def exchange(self, comm, model, optimizer, setup) -> "SwitchExchange":
+        """This worker's :class:`SwitchExchange`."""
         return SwitchExchange(comm, self, setup.workers)
 
     def time(self, nbytes: float, workers: int, link, network=None) -> float:
@@ -196,11 +200,13 @@ class SwitchExchange(Exchange):
         self.comm, self.arch, self.workers = comm, arch, workers
 
     def step(self, model, optimizer) -> None:
+        """Replace the gradients by their mean through the switch, then the optimizer step."""
         g = grads(model)
         unflatten_into(self._mean(flatten(g)), g)
         optimizer.step()
 
     def average(self, tensors) -> list[torch.Tensor]:
+        """The mean of each tensor over the workers, through the switch."""
         tensors = list(tensors)
         out = [torch.empty_like(t) for t in tensors]
         unflatten_into(self._mean(flatten(tensors)), out)
@@ -210,4 +216,5 @@ class SwitchExchange(Exchange):
         return aggregate(self.comm, flat, self.arch.slots, self.arch.elements).div_(self.workers)
 
     def close(self) -> None:
+        """Tell the switch this worker sends no more vectors."""
         goodbye(self.comm)

@@ -66,6 +66,7 @@ class AdmmHistory:
 
     @property
     def max_delay(self) -> int:
+        """The largest delay any update saw (0 for none recorded)."""
         return max(self.delay, default=0)
 
     def time_to(self, target: float) -> float:

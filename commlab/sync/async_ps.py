@@ -40,20 +40,24 @@ class _OverServer(BSP):
 
 
 class ASP(_OverServer):
+    """``asp``: apply every push as it arrives, x <- x - eta g_w, and answer at once (Dean et al. 2012)."""
     name, policy_class = "asp", ASPPolicy
 
 
 class RoundRobin(_OverServer):
+    """``round_robin``: apply pushes one at a time in the cyclic order 0..W-1 (Chen, Wang and Li 2019)."""
     name, policy_class = "round_robin", RoundRobinPolicy
 
 
 class SSP(_OverServer):
+    """``ssp(staleness=2)``: ASP's updates; no worker runs over s steps ahead of the slowest (Ho et al. 2013)."""
     name = "ssp"
 
     def __init__(self, staleness: int = 2):
         self.staleness = SSPPolicy(staleness).staleness  # validates
 
     def server_policy(self):
+        """An :class:`~commlab.sync.policies.SSPPolicy` with this staleness bound."""
         return SSPPolicy(self.staleness)
 
     def __repr__(self) -> str:
@@ -61,17 +65,20 @@ class SSP(_OverServer):
 
 
 class Backup(_OverServer):
+    """``backup(backups=1)``: average the first W - b pushes of each step, drop the late ones (Chen et al. 2016)."""
     name = "backup"
 
     def __init__(self, backups: int = 1):
         self.backups = BackupPolicy(backups).backups
 
     def check(self, config) -> None:
+        """ValueError unless backups < workers (some gradient must be left to average)."""
         if self.backups >= config.workers:
             raise ValueError(f"backup(backups={self.backups}) leaves no gradient to average with "
                              f"{config.workers} workers; use 0 <= backups < {config.workers}")
 
     def server_policy(self):
+        """A :class:`~commlab.sync.policies.BackupPolicy` with this many backups."""
         return BackupPolicy(self.backups)
 
     def __repr__(self) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 
 class Synchronizer:
+    """Base class of a synchronization rule: ``round(worker)`` runs one step (see the module doc)."""
     name = "sync"
     needs_server = False
     needs_gossip = False  # it averages with neighbours only (commlab.decentral)
@@ -31,6 +32,7 @@ class Synchronizer:
     schedulable = False  # a schedule orders one step's gradient messages: BSP's step only
 
     def round(self, worker) -> dict:
+        """One step on this worker; returns {"loss": ...}, optionally "staleness" and "samples"."""
         raise NotImplementedError
 
     def server_policy(self):

@@ -17,6 +17,7 @@ from .base import Synchronizer
 
 
 class BSP(Synchronizer):
+    """``bsp``: x <- x - eta (1/N) sum_i g_i every step, through the architecture's exchange."""
     name = "bsp"
     schedulable = True
 
@@ -27,4 +28,5 @@ class BSP(Synchronizer):
         return {"loss": loss}
 
     def server_policy(self):
+        """The BSP server policy: apply step t once every live worker has pushed."""
         return BSPPolicy()

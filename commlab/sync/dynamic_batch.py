@@ -18,6 +18,7 @@ from .bsp import BSP
 
 
 class DynamicBatch(BSP):
+    """``dynamic_batch(growth=1.1, max_batch=None)``: BSP with B_t = min(B_0 growth^t, max_batch)."""
     name = "dynamic_batch"
 
     def __init__(self, growth: float = 1.1, max_batch: int | None = None):
@@ -33,6 +34,7 @@ class DynamicBatch(BSP):
         return b if self.max_batch is None else min(b, self.max_batch)
 
     def round(self, worker) -> dict:
+        """One BSP step on B_t samples per worker; records the samples used."""
         b = self.batch_size(worker.config.batch_size, self.t)
         self.t += 1
         loss = worker.gradient(b)

@@ -57,6 +57,8 @@ FEDAVG_TAG = 31
 
 
 class FedAvg(Synchronizer):
+    """``fedavg(fraction=1.0, epochs=1, local_steps=None)``: per round, chosen clients train locally and the
+    server (rank 0) averages their models weighted by shard size; compressed uploads are FedPAQ."""
     name = "fedavg"
 
     def __init__(self, fraction: float = 1.0, epochs: int = 1, local_steps: int | None = None):
@@ -69,6 +71,7 @@ class FedAvg(Synchronizer):
         self.rounds = 0
 
     def check(self, config) -> None:
+        """Refuse any arch (it talks client-server itself) and a compressor unfit for uploads: ValueError."""
         if config.arch != "native":
             raise ValueError(f"fedavg talks client-server (rank 0 is the server) and takes no arch; got "
                              f"arch={config.arch!r}")
@@ -82,6 +85,7 @@ class FedAvg(Synchronizer):
         return sorted(int(k) for k in np.random.default_rng([seed, round_index]).choice(clients, m, replace=False))
 
     def round(self, worker) -> dict:
+        """One round: send x_r to the chosen clients, local SGD on each, weighted average at rank 0."""
         comm, model, c = worker.comm, worker.model, worker.config
         params = [p for p in model.parameters() if p.requires_grad]
         chosen = self.chosen(self.rounds, comm.world_size, c.seed)

@@ -28,6 +28,7 @@ class SharedParams:
 
 
 class Hogwild(Synchronizer):
+    """``hogwild``: lock-free SGD on one parameter vector shared by every thread (Recht et al. 2011)."""
     name = "hogwild"
 
     def __init__(self):
@@ -35,6 +36,7 @@ class Hogwild(Synchronizer):
         self.read_at = 0
 
     def check(self, config) -> None:
+        """Refuse anything but runtime='threads', and any arch, compression or momentum: ValueError."""
         if config.runtime != "threads":
             raise ValueError(f"hogwild shares memory between threads: use runtime='threads', got {config.runtime!r}")
         if config.arch != "native" or config.compress not in (None, "none") or config.momentum:
@@ -42,12 +44,15 @@ class Hogwild(Synchronizer):
                              f"(got arch={config.arch!r}, compress={config.compress!r}, momentum={config.momentum!r})")
 
     def shared_state(self, build) -> SharedParams:
+        """The one shared parameter vector, built from the run's initial model."""
         return SharedParams(build())
 
     def bind(self, shared: SharedParams) -> None:
+        """Hold the shared parameter vector every thread reads and writes."""
         self.shared = shared
 
     def round(self, worker) -> dict:
+        """Read x, compute a gradient, write x <- x - eta g without a lock; records the staleness."""
         params = [p for p in worker.model.parameters() if p.requires_grad]
         with torch.no_grad():
             unflatten_into(self.shared.x.clone(), params)  # read (may see a half-written x)

@@ -30,6 +30,7 @@ from .bsp import BSP
 
 
 class LocalSGD(Synchronizer):
+    """``local_sgd(period=4)``: plain SGD on each worker, models averaged every H steps (Stich 2019)."""
     name = "local_sgd"
 
     def __init__(self, period: int = 4):
@@ -38,6 +39,7 @@ class LocalSGD(Synchronizer):
         self.anchor = None  # the last averaged model (for compressed differences)
 
     def round(self, worker) -> dict:
+        """One local SGD step; every ``period`` steps, average the models."""
         if worker.exchange.compressor is not None and self.anchor is None:  # the models agree here
             self.anchor = [p.detach().clone() for p in worker.model.parameters() if p.requires_grad]
         loss = worker.gradient()
@@ -65,6 +67,7 @@ class LocalSGD(Synchronizer):
 
 
 class PostLocalSGD(LocalSGD):
+    """``post_local_sgd(switch=100, period=4)``: BSP for ``switch`` steps, then local SGD (Lin et al. 2020)."""
     name = "post_local_sgd"
 
     def __init__(self, switch: int = 100, period: int = 4):

@@ -39,6 +39,7 @@ class SSPPolicy(Policy):
         self.staleness = staleness
 
     def can_answer(self, server, worker: int) -> bool:
+        """Answer w only while c_w - min_v c_v <= staleness."""
         return server.clocks[worker] - min(server.clocks[v] for v in server.live) <= self.staleness
 
     def __repr__(self) -> str:
@@ -56,9 +57,11 @@ class BackupPolicy(Policy):
         self.backups = backups
 
     def should_drop(self, server, worker: int) -> bool:
+        """Drop a push computed on parameters older than the server's newest."""
         return server.version[worker] < server.updates
 
     def should_apply(self, server) -> bool:
+        """Apply once W - b pushes (or every live worker's) are buffered."""
         if self.backups >= server.workers:
             raise ValueError(f"backups={self.backups} leaves no gradient to average with {server.workers} "
                              f"workers; use 0 <= backups < {server.workers}")
@@ -75,6 +78,7 @@ class RoundRobinPolicy(Policy):
     name = "round_robin"
 
     def next_worker(self, server):
+        """The next live worker in the cyclic order after the last one taken."""
         turn = getattr(server, "turn", 0)
         w = min(server.live, key=lambda v: ((v - turn) % server.workers, v))
         server.turn = w + 1
