@@ -39,6 +39,8 @@ from .pairing import median_ends, pairings, state_at
 
 
 class ADPSGD(Decentralized):
+    """``adpsgd``: each worker computes a gradient, averages with one random neighbour, then applies it
+    (Lian et al. 2018); the pairings are planned for the whole run before any rank starts."""
     name = "adpsgd"
 
     def __init__(self):
@@ -50,6 +52,7 @@ class ADPSGD(Decentralized):
         self.snapshots = []
 
     def start(self, steps: int) -> None:
+        """Take the run's number of steps (the pairings are planned for all of them)."""
         self.steps = steps
 
     def _plan(self, worker) -> None:
@@ -72,6 +75,7 @@ class ADPSGD(Decentralized):
         return [p for p in worker.model.parameters() if p.requires_grad]
 
     def flat(self, worker) -> torch.Tensor:
+        """This worker's trainable parameters as one flat vector."""
         return flatten(p.detach() for p in self._params(worker))
 
     def _run(self, worker, until_apply: bool) -> float | None:
@@ -109,6 +113,7 @@ class ADPSGD(Decentralized):
             unflatten_into(flat, self._params(worker))
 
     def round(self, worker) -> dict:
+        """Run this worker's events (gradients, pairwise averagings) up to its next applied step."""
         if self.steps is None:
             raise ValueError("adpsgd plans its pairings for the whole run: the Trainer calls start(steps) first")
         if self.queue is None:

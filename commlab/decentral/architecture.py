@@ -57,6 +57,7 @@ class GossipExchange(Exchange):
             self.comm.clock.now = max(self.comm.clock.now, self.ready_at)
 
     def share(self, x: torch.Tensor) -> dict[int, torch.Tensor]:
+        """Send x to every neighbour and return {j: x_j} received from each."""
         return gossip.share(self.comm, x, self.topology)
 
     def share_compressed(self, x: torch.Tensor, key="model", compressor=None):
@@ -78,6 +79,7 @@ class GossipExchange(Exchange):
         return c.decompress(payload), {j: c.decompress(Payload.from_bytes(b)) for j, b in got.items()}
 
     def mix(self, x: torch.Tensor, others: dict) -> torch.Tensor:
+        """W_ii x + sum_j W_ij x_j with the topology's Metropolis-Hastings weights."""
         return gossip.mix(x, others, self.topology, self.comm.rank)
 
     def measure(self, x: torch.Tensor, flag: float = 0.0):
@@ -95,10 +97,12 @@ class GossipExchange(Exchange):
         return mean, (float("nan") if bad else distance), bad
 
     def step(self, model=None, optimizer=None):
+        """Always ValueError: gossip has no global average; use a decentralized sync."""
         raise ValueError("arch='gossip' has no global average to step with: each worker averages with its "
                          "neighbours; use a decentralized sync (dpsgd, dcd_psgd, ecd_psgd, choco, adpsgd)")
 
     def average(self, tensors):
+        """Always ValueError, as :meth:`step`: gossip has no global average."""
         self.step()
 
     def __repr__(self) -> str:
@@ -134,6 +138,7 @@ class Gossip:
         return gossip.gossip_step(comm, x, self.topology_for(comm.world_size))
 
     def check(self, config, sync, compressor, reply) -> None:
+        """Refuse a non-decentralized sync, a topology unfit for the workers, or reply_compress: ValueError."""
         self.topology_for(config.workers)
         if not sync.needs_gossip:
             raise ValueError(f"arch={config.arch!r} averages with neighbours only and trains with a decentralized "
@@ -143,15 +148,19 @@ class Gossip:
                              f"arch={config.arch!r} has no server")
 
     def world_size(self, workers: int) -> int:
+        """Ranks to launch: one per worker, no server."""
         return workers
 
     def serves(self, rank: int, workers: int) -> bool:
+        """Always False: gossip has no server ranks."""
         return False
 
     def serve(self, comm, model, optimizer, setup):
+        """Always ValueError: gossip has no server ranks."""
         raise ValueError("arch='gossip' has no server ranks")
 
     def exchange(self, comm, model, optimizer, setup) -> GossipExchange:
+        """This rank's :class:`GossipExchange` on the topology for the world size, with the compressor."""
         return GossipExchange(comm, self.topology_for(comm.world_size), setup.compressor)
 
     def time(self, nbytes: float, workers: int, link, network=None) -> float:

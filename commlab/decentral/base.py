@@ -46,6 +46,7 @@ class Decentralized(Synchronizer):
 
     # ----- before any rank starts ------------------------------------------------------------
     def check(self, config) -> None:
+        """Refuse a non-gossip arch, or compression for a rule that sends full models: ValueError."""
         if not is_gossip(config.arch):
             raise ValueError(f"sync={config.sync!r} averages with neighbours only: use arch='gossip' or "
                              f"'gossip(topology=...)' (ring, torus, hypercube, exponential, complete, star, "
@@ -66,6 +67,7 @@ class Decentralized(Synchronizer):
 
     # ----- a step ------------------------------------------------------------------------
     def round(self, worker) -> dict:
+        """One step: a gradient, the rule's :meth:`update` of the flat model, then :meth:`measure`."""
         loss = worker.gradient()
         params = [p for p in worker.model.parameters() if p.requires_grad]
         x, g = flatten(p.detach() for p in params), flatten(grads(worker.model))
@@ -76,6 +78,7 @@ class Decentralized(Synchronizer):
         return self.measure(worker, new, loss)
 
     def update(self, worker, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        """The rule's new model x_i from the current x and gradient g (subclasses implement it)."""
         raise NotImplementedError
 
     def sgd(self, worker, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -88,6 +91,7 @@ class Decentralized(Synchronizer):
         return d * c.lr
 
     def measure(self, worker, x: torch.Tensor, loss: float) -> dict:
+        """The step's record (loss, consensus distance, average model); raises Diverged on NaN/Inf."""
         bad = not math.isfinite(loss) or loss > DIVERGED_LOSS or not bool(torch.isfinite(x).all())
         mean, distance, diverged = worker.exchange.measure(x, flag=float(bad))
         if diverged:

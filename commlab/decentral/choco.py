@@ -54,9 +54,12 @@ class CHOCO(Decentralized):
         self.q = None
 
     def compressor_for(self, spec):
+        """The checked compressor made a contraction (an unbiased one scaled by 1 / (1 + omega))."""
         return contraction(super().compressor_for(spec), spec)
 
     def update(self, worker, x, g):
+        """Share C(x - x_hat_i), update the public copies, x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i)
+        minus the SGD step."""
         ex, rank = worker.exchange, worker.comm.rank
         if self.public is None:
             self.public = {j: torch.zeros_like(x) for j in (*ex.neighbors, rank)}

@@ -33,9 +33,11 @@ class Scaled(Compressor):
         self.contraction = True
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
+        """The inner compressor's payload, unchanged."""
         return self.inner.compress(t, key)
 
     def decompress(self, p: Payload) -> torch.Tensor:
+        """The inner decoding divided by 1 + omega(shape)."""
         return self.inner.decompress(p) / (1 + self.inner.omega(p.shape))
 
     def __repr__(self) -> str:

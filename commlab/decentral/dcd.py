@@ -24,6 +24,8 @@ from .base import Decentralized
 
 
 class DCDPSGD(Decentralized):
+    """``dcd_psgd``: send the compressed change of the model; neighbours' replicas apply it
+    (Tang et al. 2018, Algorithm 1)."""
     name = "dcd_psgd"
     compresses = True
 
@@ -32,6 +34,7 @@ class DCDPSGD(Decentralized):
         self.replicas = None  # {neighbour j: x_j}
 
     def update(self, worker, x, g):
+        """z = sum_j W_ij x_j - lr g - x; share C(z); x and every replica move by the decoded change."""
         ex = worker.exchange
         if self.replicas is None:
             self.replicas = {j: x.clone() for j in ex.neighbors}

@@ -25,8 +25,10 @@ from .base import Decentralized
 
 
 class DPSGD(Decentralized):
+    """``dpsgd``: x_i <- sum_j W_ij x_j - lr g_i(x_i), full models to the neighbours (Lian et al. 2017)."""
     name = "dpsgd"
 
     def update(self, worker, x, g):
+        """Mix with the neighbours' models, then subtract the SGD step."""
         ex = worker.exchange
         return ex.mix(x, ex.share(x)) - self.sgd(worker, x, g)

@@ -23,6 +23,8 @@ from .base import Decentralized
 
 
 class ECDPSGD(Decentralized):
+    """``ecd_psgd``: mix estimates of the neighbours, send a compressed extrapolation
+    (Tang et al. 2018, Algorithm 2)."""
     name = "ecd_psgd"
     compresses = True
 
@@ -31,6 +33,8 @@ class ECDPSGD(Decentralized):
         self.estimates = None  # {j: y_j}, this worker's own estimate under its rank
 
     def update(self, worker, x, g):
+        """x <- sum_j W_ij y_j - lr g; share C(z), z = (1 - t/2) x_t + (t/2) x_(t+1); each y_j moves
+        toward it by 2/t."""
         ex, t, rank = worker.exchange, self.t, worker.comm.rank
         if self.estimates is None:
             self.estimates = {j: x.clone() for j in (*ex.neighbors, rank)}

@@ -15,10 +15,12 @@ from .base import Decentralized
 
 
 class NaiveGossip(Decentralized):
+    """``naive_gossip``: mix the compressed models themselves (the baseline Tang et al. 2018 warn against)."""
     name = "naive_gossip"
     compresses = True
 
     def update(self, worker, x, g):
+        """sum_j W_ij C(x_j) - lr g_i(x_i), with C(x_i) for this worker's own term."""
         ex = worker.exchange
         own, got = ex.share_compressed(x)
         return ex.mix(own.to(x.dtype), {j: c.to(x.dtype) for j, c in got.items()}) - self.sgd(worker, x, g)

@@ -57,10 +57,12 @@ class Topology:
 
     @property
     def degrees(self) -> list[int]:
+        """Each node's number of neighbours."""
         return [len(nb) for nb in self.neighbors]
 
     @property
     def max_degree(self) -> int:
+        """The largest degree (0 for a graph without edges)."""
         return max(self.degrees, default=0)
 
     def weights(self, i: int) -> tuple[float, dict[int, float]]:
@@ -124,6 +126,7 @@ class Topology:
         return sends, receives
 
     def is_connected(self) -> bool:
+        """Whether every node is reachable from node 0."""
         seen, todo = {0}, [0]
         while todo:
             for j in self.neighbors[todo.pop()]:
@@ -142,10 +145,12 @@ def _circulant(name: str, n: int, offsets) -> Topology:
 
 
 def ring(n: int) -> Topology:
+    """The ring on n nodes: node i talks to i - 1 and i + 1 (mod n)."""
     return _circulant("ring", n, (1, -1))
 
 
 def complete(n: int) -> Topology:
+    """The complete graph on n nodes: every node talks to every other."""
     return Topology("complete", [set(range(n)) - {i} for i in range(n)])
 
 

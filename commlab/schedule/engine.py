@@ -139,6 +139,7 @@ class Engine:
             clock.now = max(clock.now, self.backward_end)
 
     def close(self) -> None:
+        """Stop the communication thread (waiting up to ``timeout``) and remove the backward hooks."""
         self.jobs.put(None)
         self.thread.join(timeout=self.timeout)
         for h in self.hooks:
@@ -209,17 +210,21 @@ class ScheduledExchange(Exchange):
 
     @property
     def compressor(self):
+        """The inner exchange's compressor, or None."""
         return getattr(self.inner, "compressor", None)
 
     @property
     def timeline(self) -> list[dict]:
+        """The engine's log of every message sent: step, layers, bytes, ready/start/end times."""
         return self.engine.timeline
 
     def begin(self, flops: float) -> bool:
+        """Hand the mini-batch's FLOPs to the engine, which charges compute to the clock: True."""
         self.engine.begin(flops)
         return True
 
     def step(self, model, optimizer) -> None:
+        """Wait for the step's messages; apply the optimizer (gradients) or copy back the parameters."""
         engine = self.engine
         engine.finish()
         if self.inner.gives == "gradients":
@@ -231,10 +236,12 @@ class ScheduledExchange(Exchange):
                     engine.params[pos].view(-1)[a:b].copy_(o.reshape(-1))
 
     def average(self, tensors):
+        """Always ValueError: model averaging (local SGD) runs with schedule=None."""
         raise ValueError("a scheduled exchange averages gradients during backward (BSP); model averaging "
                          "(local SGD) runs with schedule=None")
 
     def close(self) -> None:
+        """Close the engine, then the inner exchange."""
         self.engine.close()
         self.inner.close()
 

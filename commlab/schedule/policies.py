@@ -57,6 +57,7 @@ class Piece:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of this piece: stop - start."""
         return self.stop - self.start
 
 
@@ -85,6 +86,7 @@ class Schedule:
     name = "schedule"
 
     def plan(self, profile, comm_time) -> Plan:
+        """The :class:`Plan` for this profile, given the seconds ``comm_time(nbytes)`` of one message."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -93,6 +95,7 @@ class Schedule:
 
 
 def whole_layers(profile) -> tuple:
+    """One piece per layer holding its whole gradient, in forward order."""
     return tuple(Piece(l, 0, b) for l, b in enumerate(profile.grad_bytes))
 
 
@@ -107,9 +110,11 @@ def baseline(profile) -> Plan:
 
 
 class WFBP(Schedule):
+    """``wfbp``: one message per layer, sent as soon as backward produces it (Zhang et al. 2017)."""
     name = "wfbp"
 
     def plan(self, profile, comm_time=None) -> Plan:
+        """One bucket per layer, from the last layer down."""
         return Plan(self.name, whole_layers(profile), buckets_of([l] for l in reversed(range(profile.layers))))
 
 
@@ -120,12 +125,14 @@ def _positive(name: str, value, unit: str) -> float:
 
 
 class Fusion(Schedule):
+    """``fusion(mb=25, first_mb=1)``: DDP's buckets of whole layers of at least ``mb`` MB (Li et al. 2020)."""
     name = "fusion"
 
     def __init__(self, mb: float = 25, first_mb: float = 1):
         self.mb, self.first_mb = _positive("mb", mb, "MB"), _positive("first_mb", first_mb, "MB")
 
     def plan(self, profile, comm_time=None) -> Plan:
+        """Fill buckets with layers from the last down until each holds ``mb`` MB (``first_mb`` the first)."""
         groups, current, size, cap = [], [], 0, self.first_mb * MB
         for l in reversed(range(profile.layers)):
             current.append(l)
@@ -139,9 +146,11 @@ class Fusion(Schedule):
 
 
 class MGWFBP(Schedule):
+    """``mg_wfbp``: WFBP with merges where a message would save its start-up a (Shi, Chu, Li 2019)."""
     name = "mg_wfbp"
 
     def plan(self, profile, comm_time) -> Plan:
+        """Merge layer l's message into l-1's when tau_c(l) > tau_b(l-1) + t_b(l-1) - a; needs ``comm_time``."""
         if comm_time is None:
             raise ValueError("mg_wfbp needs comm_time(nbytes): its merges depend on the network")
         a = comm_time(0)
@@ -167,6 +176,8 @@ def partitions(profile, size: int) -> tuple:
 
 
 class ByteScheduler(Schedule):
+    """``bytescheduler(partition_mb=4, credit_mb=16)``: partitions by priority under a credit
+    (Peng et al. 2019)."""
     name = "bytescheduler"
 
     def __init__(self, partition_mb: float = 4, credit_mb: float = 16):
@@ -177,17 +188,21 @@ class ByteScheduler(Schedule):
                              "no partition could ever be sent; use credit_mb >= partition_mb")
 
     def plan(self, profile, comm_time=None) -> Plan:
+        """Partitions of ``partition_mb`` MB sent by priority, up to ``credit_mb`` MB a message;
+        forward waits per layer."""
         return Plan(self.name, partitions(profile, int(self.partition_mb * MB)), credit=int(self.credit_mb * MB),
                     forward_waits=True)
 
 
 class P3(Schedule):
+    """``p3(slice_kb=256)``: one parameter slice per message, most urgent layer first (Jayarajan et al. 2019)."""
     name = "p3"
 
     def __init__(self, slice_kb: float = 256):
         self.slice_kb = _positive("slice_kb", slice_kb, "KB")
 
     def plan(self, profile, comm_time=None) -> Plan:
+        """Slices of ``slice_kb`` KB, one per message (credit 0), by priority; forward waits per layer."""
         return Plan(self.name, partitions(profile, int(self.slice_kb * 1000)), credit=0, forward_waits=True)
 
 

@@ -74,10 +74,12 @@ class Profile:
 
     @property
     def layers(self) -> int:
+        """Number of layers L."""
         return len(self.grad_bytes)
 
     @property
     def total_bytes(self) -> int:
+        """Gradient bytes of the whole model (every layer's, summed)."""
         return sum(self.grad_bytes)
 
     def ready(self) -> list[float]:

@@ -52,6 +52,8 @@ def best_buckets(profile, comm_time) -> list[list[int]]:
 
 
 class Search(Schedule):
+    """``search(partitions_mb, credits_mb)``: try the exact best buckets and a ByteScheduler grid, keep
+    the fastest."""
     name = "search"
 
     def __init__(self, partitions_mb=(1, 4, 16), credits_mb=(4, 16, 64)):
@@ -70,6 +72,7 @@ class Search(Schedule):
                                credit=plan.credit, forward_waits=True) for p, c, plan in grid]
 
     def plan(self, profile, comm_time) -> Plan:
+        """The candidate whose dispatched iteration is fastest (a tie keeps the simpler); needs ``comm_time``."""
         if comm_time is None:
             raise ValueError("search needs comm_time(nbytes): the best plan depends on the network")
         best, best_time = None, float("inf")

@@ -66,7 +66,7 @@ class AdmmHistory:
 
     @property
     def max_delay(self) -> int:
-        """The largest delay any update saw (0 for none recorded)."""
+        """The largest age k - s of an update the master took, over all iterations (0 if none)."""
         return max(self.delay, default=0)
 
     def time_to(self, target: float) -> float:
