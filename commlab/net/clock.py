@@ -78,18 +78,23 @@ class Network:
         return self.slowdown.get(rank, 1.0)
 
     def link_of(self, rank: int) -> LinkModel:
+        """The link of ``rank``: its override in ``links``, else the default link."""
         return self.links.get(rank, self.link)
 
     def same_node(self, a: int, b: int) -> bool:
+        """Whether ranks a and b share a node (never without ``ranks_per_node``)."""
         return self.ranks_per_node is not None and a // self.ranks_per_node == b // self.ranks_per_node
 
     def message_time(self, src: int, dst: int, nbytes: float) -> float:
+        """Seconds of one message: T(n) on the intra link within a node, else
+        max(alpha) + n max(beta) of the two endpoints' links."""
         if self.same_node(src, dst):
             return self.intra_link.time(nbytes)
         a, b = self.link_of(src), self.link_of(dst)
         return max(a.alpha, b.alpha) + nbytes * max(a.beta, b.beta)
 
     def clock(self, rank: int) -> "Clock":
+        """A fresh :class:`Clock` for ``rank`` on this network."""
         return Clock(self, rank)
 
     def __repr__(self) -> str:
@@ -128,6 +133,8 @@ class Clock:
             self._cpu_mark = time.thread_time()
 
     def compute(self, seconds: float | None = None, flops: float | None = None) -> None:
+        """Advance ``now`` by compute of ``seconds``, or of ``flops`` at the network's FLOP rate
+        (times this rank's slowdown)."""
         if (seconds is None) == (flops is None):
             raise ValueError("compute() takes exactly one of seconds= or flops=")
         if flops is not None:
@@ -147,6 +154,7 @@ class Clock:
         return seconds
 
     def send(self, dst: int, nbytes: int) -> float:
+        """Book a message of ``nbytes`` to ``dst`` on the out-port; returns when it departs."""
         self._measure()
         depart = max(self.now, self.out_free)
         self.out_free = depart + self.network.message_time(self.rank, dst, nbytes)
@@ -154,6 +162,8 @@ class Clock:
         return depart
 
     def recv(self, src: int, nbytes: int, depart: float) -> None:
+        """Take a message that departed at ``depart``: it arrives after the in-port is free plus its
+        transfer time, and ``now`` moves to at least that."""
         self._measure()
         arrive = max(depart, self.in_free) + self.network.message_time(src, self.rank, nbytes)
         self.in_free = arrive

@@ -40,20 +40,24 @@ def check_ranks(p: int) -> None:
 
 
 def p2p(n: float, link) -> float:
+    """Point to point: T(n) = alpha + n beta."""
     return get_link(link).time(n)
 
 
 def broadcast(n: float, p: int, link) -> float:
+    """Binomial-tree broadcast: ceil(log2 p) T(n)."""
     check_ranks(p)
     return _log2_ceil(p) * get_link(link).time(n)
 
 
 def reduce(n: float, p: int, link) -> float:
+    """Binomial-tree reduce: ceil(log2 p) T(n)."""
     check_ranks(p)
     return _log2_ceil(p) * get_link(link).time(n)
 
 
 def allgather_ring(n_per_rank: float, p: int, link) -> float:
+    """Ring all-gather: (p - 1) T(n_per_rank)."""
     check_ranks(p)
     return (p - 1) * get_link(link).time(n_per_rank)
 

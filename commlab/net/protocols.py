@@ -26,6 +26,7 @@ from .link import LinkModel, register
 
 @dataclass(frozen=True)
 class Protocol:
+    """A transport on a wire: line rate (Gb/s), the stack's start-up latency and the CPU copies per byte."""
     name: str
     gbits: float        # line rate, Gb/s
     latency: float      # seconds per message: the stack's start-up
@@ -37,11 +38,13 @@ class Protocol:
         return self.copies * nbytes / self.copy_rate
 
     def link(self) -> LinkModel:
+        """The protocol as one link: alpha = latency, beta = 8 / line rate + copies / copy rate."""
         beta = 8 / (self.gbits * 1e9) + self.copies / self.copy_rate
         return LinkModel(self.latency, beta, self.name)
 
     @property
     def gbytes_per_s(self) -> float:
+        """Effective bandwidth in GB/s: 1e-9 / beta (the copies included)."""
         return 1e-9 / self.link().beta
 
 

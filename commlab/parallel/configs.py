@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """A transformer's sizes (layers, hidden, heads, sequence, vocabulary, MLP width, key/value heads)
+    and its published parameter count with the source."""
     name: str
     layers: int
     hidden: int
@@ -39,6 +41,7 @@ class ModelConfig:
 
     @property
     def f(self) -> int:
+        """The MLP's inner width: ``ffn``, or 4 * hidden when ffn is 0."""
         return self.ffn or 4 * self.hidden
 
     def layer_matrices(self) -> int:
@@ -48,6 +51,8 @@ class ModelConfig:
         return attention + (3 if self.gated else 2) * h * self.f
 
     def params(self) -> float:
+        """Parameters counted from the architecture: each layer's matrices, biases and norms,
+        plus the embeddings (tied output for GPT, untied for LLaMA)."""
         h, l, v = self.hidden, self.layers, self.vocab
         if self.gpt:
             small = 3 * h + h + self.f + h + 4 * h  # qkv and output biases, MLP biases, two LayerNorms
@@ -79,6 +84,7 @@ MODELS = {m.name: m for m in (
 
 
 def get_model(spec) -> ModelConfig:
+    """A :class:`ModelConfig` as it is, or the one :data:`MODELS` names; ValueError otherwise."""
     if isinstance(spec, ModelConfig):
         return spec
     if spec not in MODELS:

@@ -88,6 +88,7 @@ class MoE(nn.Module):
                                      for _ in range(experts))
 
     def capacity(self, tokens: int) -> int:
+        """Tokens one expert takes of ``tokens``: C = ceil(capacity_factor k T / E)."""
         return math.ceil(self.capacity_factor * self.top_k * tokens / self.num_experts)
 
     def route(self, x: torch.Tensor):
@@ -118,10 +119,12 @@ class MoE(nn.Module):
 
     @staticmethod
     def combine(out, tokens, slots, weights, count) -> torch.Tensor:
+        """Each token's output: the sum over its kept assignments of weight times the expert's output."""
         flat = out.reshape(-1, out.shape[-1])
         return flat.new_zeros(count, flat.shape[1]).index_add(0, tokens, flat[slots] * weights[:, None])
 
     def forward(self, x: torch.Tensor):
+        """(output, aux loss): route, run every expert on its buffer, combine."""
         tokens, slots, weights, cap, aux, _ = self.route(x)
         buffer = self.dispatch(x, tokens, slots, cap)
         out = torch.stack([expert(buffer[e]) for e, expert in enumerate(self.experts)])
@@ -146,9 +149,12 @@ class ExpertParallelMoE(nn.Module):
 
     @classmethod
     def from_moe(cls, group, moe: MoE) -> "ExpertParallelMoE":
+        """The expert-parallel form of ``moe`` on ``group`` (this rank keeps its E/p experts)."""
         return cls(group, moe)
 
     def forward(self, x: torch.Tensor):
+        """(output, aux loss): route locally, all-to-all the tokens to their experts' owners,
+        run the local experts, all-to-all back, combine."""
         moe, p, k = self.moe, self.group.size, self.local
         saved, moe.gate = moe.gate, self.gate  # route with this rank's (replicated) gate
         try:

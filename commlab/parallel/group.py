@@ -16,6 +16,7 @@ from ..arch.chunks import bounds
 
 
 class Group:
+    """A view on ``comm`` restricted to ``ranks`` (group order), its messages tagged ``tag``; ring collectives."""
     def __init__(self, comm, ranks, tag: int = 0):
         ranks = tuple(int(r) for r in ranks)
         if comm.rank not in ranks:
@@ -65,12 +66,15 @@ class Group:
         return bounds(numel, self.size)[self.index if index is None else index]
 
     def send(self, x: torch.Tensor, to: int) -> None:
+        """Send ``x`` to group index ``to`` (blocking)."""
         self.comm.send(x.detach().contiguous(), self.ranks[to], self.tag)
 
     def isend(self, x: torch.Tensor, to: int):
+        """Send ``x`` to group index ``to`` without waiting; returns the work handle."""
         return self.comm.isend(x.detach().contiguous(), self.ranks[to], self.tag)
 
     def recv(self, frm: int) -> torch.Tensor:
+        """Receive a tensor from group index ``frm``."""
         return self.comm.recv(self.ranks[frm], self.tag)
 
     def __repr__(self) -> str:

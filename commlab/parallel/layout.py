@@ -27,11 +27,14 @@ OPTIONS = DEGREES + ("micro_batches", "schedule", "sequence_parallel")
 
 
 def divisors(n: int) -> list[int]:
+    """Every k in 1..n that divides n."""
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
 @dataclass(frozen=True)
 class Layout:
+    """dp x tp x pp ranks with micro-batches, the pipeline schedule and sequence parallelism; checked on
+    construction (Megatron-LM's rank order)."""
     dp: int = 1
     tp: int = 1
     pp: int = 1
@@ -77,6 +80,7 @@ class Layout:
 
     @property
     def world(self) -> int:
+        """Ranks in all: dp * tp * pp."""
         return self.dp * self.tp * self.pp
 
     def coords(self, rank: int) -> tuple[int, int, int]:
@@ -85,6 +89,7 @@ class Layout:
         return rest % self.dp, t, rest // self.dp
 
     def rank(self, d: int, t: int, s: int) -> int:
+        """The global rank of TP index t in replica d of stage s: t + tp (d + dp s)."""
         return t + self.tp * (d + self.dp * s)
 
     def members(self, rank: int, kind: str) -> list[int]:

@@ -61,6 +61,7 @@ SCHEDULES = {"gpipe": gpipe, "1f1b": one_f_one_b}
 
 
 def schedule_ops(schedule: str, p: int, m: int) -> list[list[tuple[str, int]]]:
+    """Each of the p stages' ops (("F" or "B", micro-batch)) in the named schedule's order."""
     if schedule not in SCHEDULES:
         raise ValueError(f"pipeline schedule {schedule!r} is not known; valid: {', '.join(SCHEDULES)}")
     return SCHEDULES[schedule](p, m)

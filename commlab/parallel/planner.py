@@ -55,6 +55,8 @@ def dgx_a100(nodes: int) -> Cluster:
 
 @dataclass
 class Plan:
+    """One layout's numbers: memory per GPU and whether it fits, bytes per GPU per step, seconds by part,
+    and the FLOP rate reached (see the module doc for each formula)."""
     model: str
     gpus: int
     tp: int

@@ -54,6 +54,7 @@ class TransformerStage(nn.Module):
         self.head = copy.deepcopy(full.head) if self.last else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Embed on the first stage, run this stage's layers, pool and classify on the last."""
         if self.first:
             x = self.tok(x) + self.pos(torch.arange(x.shape[1], device=x.device))
             if self.sequence_parallel:

@@ -161,9 +161,11 @@ class ColumnParallelLinear(nn.Module):
 
     @classmethod
     def from_linear(cls, group, linear: nn.Linear, sequence_parallel: bool = False) -> "ColumnParallelLinear":
+        """This rank's output columns of ``linear`` (a chunk of out_features)."""
         return cls(group, linear.weight, linear.bias, chunk_index(linear.out_features, group), sequence_parallel)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x W_r^T + b_r after ``f`` (or a sequence all-gather): this rank's output columns."""
         x = gather_sequence(self.group, x) if self.sequence_parallel else copy_to(self.group, x)
         return F.linear(x, self.weight, self.bias)
 
@@ -181,9 +183,11 @@ class RowParallelLinear(nn.Module):
 
     @classmethod
     def from_linear(cls, group, linear: nn.Linear, sequence_parallel: bool = False) -> "RowParallelLinear":
+        """This rank's input rows of ``linear`` (a chunk of in_features)."""
         return cls(group, linear.weight, linear.bias, chunk_index(linear.in_features, group), sequence_parallel)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The partial x_r W_r^T summed by ``g`` (or reduce-scattered over the sequence), plus b."""
         y = F.linear(x, self.weight)
         y = scatter_sequence(self.group, y) if self.sequence_parallel else reduce_from(self.group, y)
         return y if self.bias is None else y + self.bias

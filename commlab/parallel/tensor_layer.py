@@ -47,6 +47,7 @@ def check_layer(layer: nn.TransformerEncoderLayer, t: int) -> None:
 
 
 class ParallelTransformerLayer(nn.Module):
+    """A pre-norm encoder layer whose heads and MLP are split over the group's t ranks."""
     def __init__(self, group, layer: nn.TransformerEncoderLayer, sequence_parallel: bool = False):
         super().__init__()
         check_layer(layer, group.size)
@@ -68,6 +69,7 @@ class ParallelTransformerLayer(nn.Module):
     @classmethod
     def from_layer(cls, group, layer: nn.TransformerEncoderLayer,
                    sequence_parallel: bool = False) -> "ParallelTransformerLayer":
+        """The tensor-parallel form of ``layer`` on ``group``."""
         return cls(group, layer, sequence_parallel)
 
     def _attention(self, x: torch.Tensor) -> torch.Tensor:
@@ -79,6 +81,7 @@ class ParallelTransformerLayer(nn.Module):
         return self.out_proj(out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x + attention(norm1(x)), then + linear2(relu(linear1(norm2(x))))."""
         x = x + self._attention(self.norm1(x))
         return x + self.linear2(F.relu(self.linear1(self.norm2(x))))
 

@@ -52,6 +52,7 @@ VALUE_BYTES = {"fp32": 4, "mixed": 2}
 
 
 def check_stage(stage) -> None:
+    """ValueError unless ``stage`` is 1, 2 or 3."""
     if stage not in STAGES or isinstance(stage, bool):
         raise ValueError(f"ZeRO stage {stage!r} is not known; valid stages: 1, 2, 3")
 
@@ -101,6 +102,7 @@ class Zero:
         self.stage, self.optimizer, self.precision = stage, optimizer, precision
 
     def check(self, config, sync, compressor, reply) -> None:
+        """Refuse any sync but bsp, any compression and any schedule: ValueError."""
         for option, value, valid in (("sync", config.sync, ("bsp",)), ("compress", config.compress, (None,)),
                                      ("reply_compress", config.reply_compress, (None,)),
                                      ("schedule", config.schedule, (None, "none"))):
@@ -109,12 +111,15 @@ class Zero:
                                  f"with it; valid: {', '.join(map(repr, valid))}")
 
     def world_size(self, workers: int) -> int:
+        """Ranks to launch: one per worker."""
         return workers
 
     def serves(self, rank: int, workers: int) -> bool:
+        """Always False: every rank is a worker."""
         return False
 
     def exchange(self, comm, model, optimizer, setup) -> "ZeroExchange":
+        """This rank's :class:`ZeroExchange` for the stage, optimizer and precision."""
         return ZeroExchange(comm, model, optimizer.param_groups[0], self.stage, self.optimizer, self.precision)
 
     def time(self, nbytes: float, workers: int, link, network=None) -> float:
@@ -194,12 +199,14 @@ class ZeroExchange(Exchange):
         return grad
 
     def begin(self, flops: float) -> bool:
+        """Stage 3 gathers the parameters before the forward; never charges compute itself."""
         if self.stage == 3:
             self._gather()
         return False
 
     # ----- the step -------------------------------------------------------------------
     def step(self, model, optimizer) -> None:
+        """Reduce-scatter the gradient, step the optimizer on this rank's chunk, all-gather (stages 1-2)."""
         grad = torch.cat([(p.grad if p.grad is not None else torch.zeros(s, dtype=self.dtype)).reshape(-1)
                           for p, s in zip(self.params, self.shapes)])
         reduced = self.group.reduce_scatter(grad, op="avg").clone()
@@ -220,6 +227,7 @@ class ZeroExchange(Exchange):
             self._release()
 
     def average(self, tensors):
+        """Always ValueError: ZeRO shards BSP's step and does not average models."""
         raise ValueError("ZeRO shards BSP's gradient step; it does not average models (use an all-reduce arch)")
 
     def evaluating(self, model):

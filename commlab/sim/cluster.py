@@ -79,9 +79,11 @@ class Cluster:
 
     @property
     def gpus(self) -> int:
+        """P = nodes x gpus_per_node."""
         return self.nodes * self.gpus_per_node
 
     def node_of(self, rank: int) -> int:
+        """The node of ``rank``: rank // gpus_per_node."""
         return rank // self.gpus_per_node
 
     def links(self) -> list[LinkModel]:

@@ -32,6 +32,7 @@ from ..net.link import get_link
 
 @dataclass
 class Fabric:
+    """Hosts in rank order, switches, directed links with capacities (bytes/s) and the per-message alpha."""
     name: str
     hosts: list
     alpha: float
@@ -49,6 +50,7 @@ class Fabric:
 
     @property
     def switches(self) -> list:
+        """Every node that is not a host, in insertion order."""
         hosts = set(self.hosts)
         return [n for n in self.adjacency if n not in hosts]
 

@@ -74,6 +74,7 @@ class Iteration:
 
     @property
     def workers(self) -> int:
+        """Data-parallel workers: every GPU of the cluster."""
         return self.cluster.gpus
 
     @property

@@ -79,11 +79,14 @@ def _starts(prev, ranks):
 
 
 def allreduce_ring(dag, lay, n, prev, earliest):
+    """One ring all-reduce through all P GPUs: 2 (P-1) steps of n/P bytes; per GPU its last message."""
     p = lay.cluster.gpus
     return ring(dag, lay, np.arange(p), 2 * (p - 1), n / p, _starts(prev, np.arange(p)), earliest)
 
 
 def allreduce_hierarchical(dag, lay, n, prev, earliest):
+    """Reduce to each node's first GPU, ring among the first GPUs, broadcast back in the node;
+    per GPU its last message."""
     c = lay.cluster
     g, nodes = c.gpus_per_node, c.nodes
     done = np.zeros(c.gpus, dtype=np.int64)
@@ -115,6 +118,8 @@ def allreduce_hierarchical(dag, lay, n, prev, earliest):
 
 
 def ps(dag, lay, n, prev, earliest):
+    """Ring reduce-scatter in each node, NIC pushes to the S servers and pulls back, ring all-gather in the node
+    (see the module doc); per GPU its last message."""
     c, s_count = lay.cluster, lay.servers
     g, nodes = c.gpus_per_node, c.nodes
     done = np.zeros(c.gpus, dtype=np.int64)
