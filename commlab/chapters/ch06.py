@@ -50,6 +50,7 @@ class ErrorStats:
 
     @property
     def bias_ratio(self) -> float:
+        """draws x rel_bias / rel_error: about 1 unbiased, about ``draws`` biased (0 if no error)."""
         return self.draws * self.rel_bias / self.rel_error if self.rel_error > 0 else 0.0
 
 

@@ -168,6 +168,7 @@ def pipeline_timeline(schedule: str, p: int = 4, m: int = 8, tf: float = 1.0, tb
 
 
 def measured_bubble(timeline) -> float:
+    """The idle share of a pipeline timeline: 1 - (busy time per stage) / (the last op's end)."""
     total = max(e for *_, e in timeline)
     stages = {s for s, *_ in timeline}
     busy = sum(e - b for *_, b, e in timeline) / len(stages)
@@ -175,6 +176,7 @@ def measured_bubble(timeline) -> float:
 
 
 def bubble_table(p: int = 4, ms=(1, 2, 4, 8, 16)) -> pd.DataFrame:
+    """Measured bubble of GPipe and 1F1B on p stages for each m, beside (p-1)/(m+p-1)."""
     rows = {m: {"measured, GPipe": measured_bubble(pipeline_timeline("gpipe", p, m)),
                 "measured, 1F1B": measured_bubble(pipeline_timeline("1f1b", p, m)),
                 "(p-1)/(m+p-1)": bubble_fraction(p, m)} for m in ms}
@@ -225,11 +227,13 @@ def moe_table(world: int = 4, experts: int = 8, factors=(0.5, 1.0, 1.25, 2.0)) -
 
 # ----------------------------------------------------------------------------- 3D and the planner
 def threed_runs(steps: int = 30) -> dict:
+    """Histories of BSP on 2 workers and of dp=2, tp=2, pp=2 on 8, on the tiny transformer."""
     return {"BSP, 2 workers": Trainer(workers=2, arch="ring", **TOKENS).fit(steps),
             "dp=2, tp=2, pp=2": Trainer(workers=8, parallel="dp=2,tp=2,pp=2,micro_batches=4", **TOKENS).fit(steps)}
 
 
 def megatron_table(efficiency: float = planner.EFFICIENCY) -> pd.DataFrame:
+    """Megatron-LM's published runs (Narayanan et al. SC'21) beside the planner's TFLOP/s and peak."""
     rows = {}
     for name in ("megatron-145b", "megatron-175b", "megatron-1t"):
         pub, ours = planner.PUBLISHED[name], planner.published_plan(name, efficiency=efficiency)

@@ -104,6 +104,7 @@ def switch_run(workers: int = 4, n: int = 10_000) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- protocols
 def protocol_table() -> pd.DataFrame:
+    """Per transport: latency (us), effective GB/s and CPU seconds per GB copied."""
     rows = {n: {"latency us": p.latency * 1e6, "GB/s": p.gbytes_per_s, "CPU s per GB": p.cpu_seconds(1e9)}
             for n, p in PROTOCOLS.items()}
     return pd.DataFrame(rows).T
@@ -144,6 +145,7 @@ def decode_table(model: str = "llama2-70b", tps=(1, 2, 4, 8, 16), links=("NVLink
 
 
 def kv_table(models=("llama2-70b", "gpt3-175b"), tokens=(512, 4096), tp: int = 8) -> pd.DataFrame:
+    """Per model and prompt length: KV cache GB, prefill ms and transfer ms over 200Gb IB and TCP 100GbE."""
     rows = {}
     for m in models:
         for t in tokens:
@@ -157,6 +159,7 @@ def kv_table(models=("llama2-70b", "gpt3-175b"), tokens=(512, 4096), tp: int = 8
 # ----------------------------------------------------------------------------- faults
 def goodput_table(gpus=(512, 2048, 8192, 16384, 65536), checkpoint: float = 120.0, restart: float = 600.0,
                   runs: int = 100) -> pd.DataFrame:
+    """Per GPU count: job MTBF, Young/Daly interval and goodput (formula, simulated, hourly checkpoints)."""
     rows = {}
     for n in gpus:
         m = faults.job_mtbf(n)
@@ -205,6 +208,7 @@ def elastic_runs(directory: str, steps: int = 60, every: int = 10, fail_step: in
 
 
 def elastic_figure(runs: dict, ax=None):
+    """Training loss of the elastic runs, with lines where a rank was lost and where the run resumed."""
     ax = ax or plt.subplots(figsize=(6.8, 3))[1]
     for (label, r), style in zip(runs.items(), ("-", "--")):
         ax.plot(r["losses"], style, label=label)

@@ -203,6 +203,7 @@ def default_notebooks() -> list[Path]:
 
 
 def main(argv=None) -> int:
+    """Refresh the given notebooks (default: notebooks/*.ipynb); 1 if any was not written, else 0."""
     parser = argparse.ArgumentParser(prog="python -m commlab.chapters.refresh", description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/*.ipynb")
     parser.add_argument("--twice", action="store_true", help="run twice; refuse outputs that differ")

@@ -42,6 +42,7 @@ BYTES = 2  # bf16 weights, activations and cache
 
 @dataclass(frozen=True)
 class Accelerator:
+    """A GPU for decoding: peak FLOP/s and HBM bandwidth in bytes/s."""
     name: str
     flops: float          # peak FLOP/s
     memory_bw: float      # bytes/s
@@ -96,15 +97,18 @@ def decode_compute(model, tp: int = 1, batch: int = 1, context: int = 1024, devi
 
 @dataclass(frozen=True)
 class DecodeStep:
+    """One decoding step's seconds on each GPU: compute and tensor-parallel communication."""
     compute: float
     communication: float
 
     @property
     def time(self) -> float:
+        """Seconds per token: compute + communication (no overlap)."""
         return self.compute + self.communication
 
     @property
     def comm_share(self) -> float:
+        """The communication's share of the step: communication / time."""
         return self.communication / self.time
 
 

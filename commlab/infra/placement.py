@@ -64,13 +64,16 @@ class Datacenter:
 
     @property
     def nodes(self) -> int:
+        """Nodes in all: racks x nodes_per_rack."""
         return self.racks * self.nodes_per_rack
 
     @property
     def gpus(self) -> int:
+        """GPUs in all: nodes x gpus_per_node."""
         return self.nodes * self.gpus_per_node
 
     def rack_of(self, node: int) -> int:
+        """The rack of ``node``: node // nodes_per_rack."""
         return node // self.nodes_per_rack
 
     def cross_rack(self) -> LinkModel:

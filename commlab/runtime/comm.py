@@ -34,10 +34,12 @@ class CommStats:
     msgs_recv: int = 0
 
     def reset(self) -> None:
+        """Set every counter back to 0."""
         for f in fields(self):
             setattr(self, f.name, 0)
 
     def snapshot(self) -> "CommStats":
+        """A copy of the counters now (subtract two snapshots for the traffic between them)."""
         return CommStats(**{f.name: getattr(self, f.name) for f in fields(self)})
 
     def __sub__(self, other: "CommStats") -> "CommStats":
@@ -58,6 +60,7 @@ class Work:
         self._result = None
 
     def wait(self):
+        """Block until the operation is done (once); its result, a tensor for irecv."""
         if not self._done:
             self._result = self._wait_fn()
             self._done = True
@@ -82,6 +85,7 @@ def check_into(out: torch.Tensor, dtype, numel: int, rank: int, src: int, tag: i
 
 
 def check_op(op: str) -> str:
+    """``op`` if it is one of :data:`REDUCE_OPS` (sum, avg, max, min, prod), else ValueError."""
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduce op {op!r}; valid ops: {', '.join(REDUCE_OPS)}")
     return op
@@ -143,6 +147,7 @@ class Comm:
         self.isend(tensor, dst, tag).wait()
 
     def isend(self, tensor: torch.Tensor, dst: int, tag: int = 0) -> Work:
+        """Non-blocking send of ``tensor`` to ``dst`` with ``tag``, charged on the clock; wait() on the Work."""
         depart = self._outgoing(tensor, dst)
         return self._transport_isend(tensor.detach(), dst, tag, depart)
 
@@ -152,6 +157,7 @@ class Comm:
         return self.irecv(src, tag, out).wait()
 
     def irecv(self, src: int, tag: int = 0, out: torch.Tensor | None = None) -> Work:
+        """Non-blocking receive from ``src`` with ``tag`` (into ``out`` if given); wait() returns the tensor."""
         self._check_peer(src, "src")
         if out is not None and not isinstance(out, torch.Tensor):
             raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
@@ -228,6 +234,7 @@ class Comm:
         return tensor
 
     def barrier(self) -> None:
+        """Wait until every rank reaches the barrier (charged on the clock, no bytes counted)."""
         self._charge("barrier", 0, 0, 0, 0, 0)
         self._transport_barrier()
 

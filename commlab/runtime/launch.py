@@ -58,6 +58,7 @@ def _check(fn, world_size, runtime, timeout):
 
 
 def under_torchrun() -> bool:
+    """Whether torchrun started this process (RANK, WORLD_SIZE and MASTER_ADDR are set)."""
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ
 
 

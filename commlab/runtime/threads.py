@@ -129,6 +129,7 @@ def _same_shapes(values, what: str):
 
 
 class ThreadComm(Comm):
+    """Comm of one rank of the threads runtime: messages are private tensor copies through shared queues."""
     backend = "threads"
 
     def __init__(self, world: World, rank: int, clock=None):

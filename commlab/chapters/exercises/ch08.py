@@ -18,12 +18,14 @@ FUSION = dict(forward_ms=(1, 1, 1, 1), backward_ms=(2, 2, 2, 2), grad_mb=(4, 4, 
 
 
 def toy_profile(setting=None) -> Profile:
+    """The exercises' 4-layer :class:`Profile` (default: ``TOY``) in seconds and bytes."""
     s = setting or TOY
     return Profile([f * MS for f in s["forward_ms"]], [b * MS for b in s["backward_ms"]],
                    [int(m * MB) for m in s["grad_mb"]])
 
 
 def toy_comm_time(setting=None):
+    """The exercises' message time: n bytes -> alpha_ms + ms_per_mb n / MB, in seconds."""
     s = setting or TOY
     return lambda n: (s["alpha_ms"] + s["ms_per_mb"] * n / MB) * MS
 

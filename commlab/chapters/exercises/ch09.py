@@ -24,6 +24,7 @@ CHOCO_TRIAL = dict(n=6, d=20, spec="topk(0.25)", gamma=0.4, steps=8)
 
 
 def ring_gap(n: int = RING_N) -> float:
+    """The spectral gap of the ring of ``n`` workers with the library's weights."""
     return topology.ring(n).spectral_gap()
 
 

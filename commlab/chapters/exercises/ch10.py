@@ -18,11 +18,13 @@ TP_CASE = dict(b=4, s=1024, h=4096, t=4, bytes_per_value=2)
 
 
 def zero_gb(case=None) -> float:
+    """GB per GPU of the case's ZeRO stage (:func:`~commlab.parallel.zero.zero_memory`)."""
     c = case or ZERO_CASE
     return zero_memory(c["psi"], c["n"], c["stage"])["total"] / 1e9
 
 
 def tp_layer_bytes(case=None) -> float:
+    """Bytes one GPU sends for the case's tensor-parallel layer, forward plus backward."""
     c = case or TP_CASE
     out = tp_bytes(c["b"], c["s"], c["h"], c["t"], c["bytes_per_value"])
     return out["forward"] + out["backward"]

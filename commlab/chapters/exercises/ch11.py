@@ -19,16 +19,19 @@ INA_CASE = dict(workers=8, nbytes=100e6, elements=64, header=54)
 
 
 def checkpoint_minutes(case=None) -> float:
+    """Young/Daly's checkpoint interval for the case's job, in minutes."""
     c = case or CHECKPOINT_CASE
     return young_daly(c["checkpoint_s"], job_mtbf(c["gpus"], c["gpu_mtbf_hours"] * 3600.0)) / 60
 
 
 def kv_gb(case=None) -> float:
+    """The case's KV cache in GB."""
     c = case or KV_CASE
     return kv_bytes(c["model"], c["tokens"]) / 1e9
 
 
 def ring_over_ina(case=None) -> float:
+    """Bytes a ring all-reduce sends per worker over those in-network aggregation sends."""
     c = case or INA_CASE
     ring = 2 * (c["workers"] - 1) / c["workers"] * c["nbytes"]
     return ring / ina_wire_bytes(c["nbytes"], c["elements"], c["header"])

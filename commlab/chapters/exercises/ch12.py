@@ -15,16 +15,19 @@ GATHER_CASE = dict(fraction=0.01, workers=32)
 
 
 def hours_to_target(case=None) -> float:
+    """Hours to the target: iteration seconds x BSP rounds x the option's penalty / 3600."""
     c = case or TIME_CASE
     return c["iteration_s"] * c["rounds"] * c["penalty"] / 3600
 
 
 def local_sgd_ms(case=None) -> float:
+    """Milliseconds per round of local SGD: compute + exposed all-reduce / period."""
     c = case or LOCAL_CASE
     return c["compute_ms"] + c["exposed_ms"] / c["period"]
 
 
 def gather_factor(case=None) -> float:
+    """Bytes of all-gathered top-k payloads over a dense ring all-reduce's, per the case."""
     c = case or GATHER_CASE
     ratio = 2 * c["fraction"]  # a value and an index per kept coordinate, against one value per coordinate
     return c["workers"] * ratio / 2
