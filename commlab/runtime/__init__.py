@@ -1,5 +1,6 @@
 """Where ranks live: the Comm interface, its runtimes, and launch()."""
-from .comm import Comm, CommStats, Work, nbytes
+from .comm import Comm, Work
+from .stats import CommStats, nbytes
 from .errors import Aborted, CommTimeout, RankError
 from .launch import RUNTIMES, START_METHODS, fork_is_safe, launch, resolve_start_method, under_torchrun
 

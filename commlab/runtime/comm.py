@@ -17,38 +17,11 @@ would be (Patarasuk and Yuan 2009): the transport's own algorithm is not visible
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
 import torch
 
+from .stats import CommStats, nbytes
+
 REDUCE_OPS = ("sum", "avg", "max", "min", "prod")
-
-
-@dataclass
-class CommStats:
-    """Per-rank traffic counters: payload bytes and message counts."""
-
-    bytes_sent: int = 0
-    bytes_recv: int = 0
-    msgs_sent: int = 0
-    msgs_recv: int = 0
-
-    def reset(self) -> None:
-        """Set every counter back to 0."""
-        for f in fields(self):
-            setattr(self, f.name, 0)
-
-    def snapshot(self) -> "CommStats":
-        """A copy of the counters now (subtract two snapshots for the traffic between them)."""
-        return CommStats(**{f.name: getattr(self, f.name) for f in fields(self)})
-
-    def __sub__(self, other: "CommStats") -> "CommStats":
-        return CommStats(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
-
-
-def nbytes(tensor: torch.Tensor) -> int:
-    """Bytes on the wire for a tensor payload."""
-    return tensor.numel() * tensor.element_size()
 
 
 class Work:

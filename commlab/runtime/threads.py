@@ -21,7 +21,8 @@ import traceback
 
 import torch
 
-from .comm import Comm, Work, check_into, nbytes
+from .comm import Comm, Work, check_into
+from .stats import nbytes
 from .errors import Aborted, CommTimeout, RankError
 
 POLL = 0.05  # seconds between checks of the abort flag
