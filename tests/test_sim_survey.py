@@ -1,4 +1,5 @@
 """sim.survey: the measured grid as published, the testbed, and the judgement of the simulator."""
+import pandas as pd
 import pytest
 
 from commlab import sim
@@ -42,3 +43,16 @@ def test_summary_counts(table):
     assert s.groups.iloc[:3].tolist() == [12, 12, 12]
     assert s.loc["all", "best_within_5pct"] == s.best_within_5pct.iloc[:3].sum()
     assert ((s.spearman >= -1) & (s.spearman <= 1)).all() and (s.median_error >= 0).all()
+
+
+def test_verdicts_count_the_survey_questions():
+    rows = [dict(network="n", model="m", gpus=4, method=m, speedup=v) for m, v in
+            dict(bsp_a2a=2.0, wfbp_a2a=1.5, mg_wfbp=2.5, bytescheduler_a2a=2.0, bsp_ps=1.0, wfbp_ps=1.5,
+                 bytescheduler_ps=2.5).items()]
+    v = survey.verdicts(pd.DataFrame(rows))
+    assert {m: len(c) for m, c in v["loses"].items()} == dict(wfbp_a2a=1, mg_wfbp=0, bytescheduler_a2a=0, wfbp_ps=0,
+                                                               bytescheduler_ps=0)
+    assert [w[-1] for w in v["a2a_wins"]] == ["bsp_a2a"] and [w[-1] for w in v["ps_wins"]] == ["bytescheduler_a2a"]
+    assert (v["cases"], v["pairs"]) == (1, 3)
+    measured = survey.verdicts(survey.measured())  # the survey's own grid, as the issue counted it
+    assert len(measured["loses"]["bytescheduler_a2a"]) == 17 and len(measured["ps_wins"]) == 58

@@ -187,29 +187,6 @@ def speedups(models=MODELS, networks=tuple(NETWORKS), gpus=GPUS, methods=METHODS
     return pd.DataFrame(rows)
 
 
-def measured_speedups() -> pd.DataFrame:
-    """The survey's measured grid in :func:`speedups`' long form (network, model, gpus, method,
-    speedup), from :func:`commlab.sim.survey.compare`."""
-    return sim.survey.compare().rename(columns={"measured": "speedup"})[["network", "model", "gpus", "method", "speedup"]]
-
-
-BSP_OF = {"wfbp_a2a": "bsp_a2a", "mg_wfbp": "bsp_a2a", "bytescheduler_a2a": "bsp_a2a", "wfbp_ps": "bsp_ps",
-          "bytescheduler_ps": "bsp_ps"}
-PAIRS = (("bsp_a2a", "bsp_ps"), ("wfbp_a2a", "wfbp_ps"), ("bytescheduler_a2a", "bytescheduler_ps"))
-
-
-def verdicts(table: pd.DataFrame) -> dict:
-    """The survey's questions asked of a speedup table (measured or simulated): for each
-    overlapping method, the (network, model, gpus) cases where it is slower than BSP on its
-    architecture; and, over the three method pairs, the cases where all-reduce or the parameter
-    server is ahead by more than 1%."""
-    wide = table.pivot_table(index=["network", "model", "gpus"], columns="method", values="speedup")
-    loses = {m: [c for c, r in wide.iterrows() if r[m] < r[b] - 1e-9] for m, b in BSP_OF.items()}
-    a2a = [(*c, a) for c, r in wide.iterrows() for a, p in PAIRS if r[a] > 1.01 * r[p]]
-    ps = [(*c, a) for c, r in wide.iterrows() for a, p in PAIRS if r[p] > 1.01 * r[a]]
-    return dict(loses=loses, a2a_wins=a2a, ps_wins=ps, pairs=len(wide) * len(PAIRS), cases=len(wide))
-
-
 def error_figure(table: pd.DataFrame, ax=None):
     """Predicted against measured speedup, one point per cell of the survey's grid
     (:func:`commlab.sim.survey.compare`), log-log, the ±10% band shaded."""

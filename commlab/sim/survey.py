@@ -80,3 +80,25 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
         rows.append(dict(network=net, cells=len(judged), median_error=judged.error.abs().median(),
                          best_within_5pct=best, groups=len(groups), spearman=sum(rho) / len(rho)))
     return pd.DataFrame(rows).set_index("network")
+
+
+def measured() -> pd.DataFrame:
+    """The measured speedups over one GPU in long form: network, model, gpus, method, speedup."""
+    return compare().rename(columns={"measured": "speedup"})[["network", "model", "gpus", "method", "speedup"]]
+
+
+BSP_OF = {"wfbp_a2a": "bsp_a2a", "mg_wfbp": "bsp_a2a", "bytescheduler_a2a": "bsp_a2a", "wfbp_ps": "bsp_ps",
+          "bytescheduler_ps": "bsp_ps"}
+PAIRS = (("bsp_a2a", "bsp_ps"), ("wfbp_a2a", "wfbp_ps"), ("bytescheduler_a2a", "bytescheduler_ps"))
+
+
+def verdicts(table: pd.DataFrame) -> dict:
+    """The survey's questions asked of a speedup table in long form (measured or simulated): for
+    each overlapping method, the (network, model, gpus) cases where it is slower than BSP on its
+    architecture (``loses``); over the three all-reduce/PS method pairs, the cases where all-reduce
+    (``a2a_wins``) or the parameter server (``ps_wins``) is ahead by more than 1%."""
+    wide = table.pivot_table(index=["network", "model", "gpus"], columns="method", values="speedup")
+    loses = {m: [c for c, r in wide.iterrows() if r[m] < r[b] - 1e-9] for m, b in BSP_OF.items()}
+    a2a = [(*c, a) for c, r in wide.iterrows() for a, p in PAIRS if r[a] > 1.01 * r[p]]
+    ps = [(*c, a) for c, r in wide.iterrows() for a, p in PAIRS if r[p] > 1.01 * r[a]]
+    return dict(loses=loses, a2a_wins=a2a, ps_wins=ps, pairs=len(wide) * len(PAIRS), cases=len(wide))
