@@ -4,14 +4,14 @@ import math
 
 import pytest
 
-from commlab.net import PROFILES, LinkModel, get_link
+from commlab.net import NOMINAL, PROFILES, LinkModel, get_link
 from commlab.net import link as link_module
 
 NAMES = ["PCIe3", "NVLink", "10GbE", "100GbE", "100GbIB", "1GbWAN"]
 
 
 def test_profiles_exist_with_plausible_figures():
-    assert list(PROFILES)[:len(NAMES)] == NAMES  # the nominal ones first, then measured and transports
+    assert list(PROFILES)[:len(NAMES)] == NAMES == list(NOMINAL)  # the nominal ones first, then the rest
     for name, l in PROFILES.items():
         assert isinstance(l, LinkModel) and l.name == name
         assert 0 < l.alpha < 0.1 and 0 < l.beta < 1e-8

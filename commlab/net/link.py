@@ -67,6 +67,8 @@ PROFILES: dict[str, LinkModel] = {
     "1GbWAN": LinkModel(10e-3, _gbit(1), "1GbWAN"),
 }
 
+NOMINAL = tuple(PROFILES)  # the nominal profiles' names, before measured links and transports join
+
 SOURCES: dict[str, str] = {
     "PCIe3": "nominal: PCIe 3.0 x16, 15.75 GB/s per direction, about 12 GB/s reached by a copy; 5 us",
     "NVLink": "nominal: NVLink 2.0 (V100), 25 GB/s per link per direction, two links per GPU pair; 2 us",
