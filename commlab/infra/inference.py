@@ -55,11 +55,7 @@ ALLREDUCE = {"ring": ring.cost, "halving_doubling": halving_doubling.cost}
 
 
 def _accelerator(device) -> Accelerator:
-    if isinstance(device, Accelerator):
-        return device
-    if device not in ACCELERATORS:
-        raise ValueError(f"unknown accelerator {device!r}; valid: {', '.join(ACCELERATORS)}")
-    return ACCELERATORS[device]
+    return device if isinstance(device, Accelerator) else ACCELERATORS[checks.choice("accelerator", device, ACCELERATORS)]
 
 
 def _tp(m, tp, where: str) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import checks
 from .link import LinkModel, register
 
 
@@ -58,11 +59,7 @@ PROTOCOLS: dict[str, Protocol] = {
 
 def protocol(name) -> Protocol:
     """A Protocol from itself or a name of :data:`PROTOCOLS`."""
-    if isinstance(name, Protocol):
-        return name
-    if name not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {name!r}; valid: {', '.join(PROTOCOLS)}")
-    return PROTOCOLS[name]
+    return name if isinstance(name, Protocol) else PROTOCOLS[checks.choice("protocol", name, PROTOCOLS)]
 
 
 for _p in PROTOCOLS.values():

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import checks
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -85,8 +87,4 @@ MODELS = {m.name: m for m in (
 
 def get_model(spec) -> ModelConfig:
     """A :class:`ModelConfig` as it is, or the one :data:`MODELS` names; ValueError otherwise."""
-    if isinstance(spec, ModelConfig):
-        return spec
-    if spec not in MODELS:
-        raise ValueError(f"unknown model {spec!r}; valid: {', '.join(MODELS)} (or a ModelConfig)")
-    return MODELS[spec]
+    return spec if isinstance(spec, ModelConfig) else MODELS[checks.choice("model", spec, MODELS)]

@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import checks
+
 
 @dataclass(frozen=True)
 class Framework:
@@ -61,8 +63,4 @@ CALIBRATION = {
 
 def framework(spec) -> Framework:
     """A Framework from itself or a name of :data:`FRAMEWORKS`."""
-    if isinstance(spec, Framework):
-        return spec
-    if spec not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {spec!r}; valid: {', '.join(FRAMEWORKS)} (or a Framework)")
-    return FRAMEWORKS[spec]
+    return spec if isinstance(spec, Framework) else FRAMEWORKS[checks.choice("framework", spec, FRAMEWORKS)]
