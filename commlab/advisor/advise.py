@@ -60,7 +60,7 @@ from ..schedule.profile import Profile
 from ..sim import Cluster, comm_time, iteration
 from ..sim.devices import BUILTINS, builtin
 from .penalties import CAP, for_ranking
-from .runnable import refusal
+from .runnable import SPECS, refusal
 
 SCHEDULES = ("none", "wfbp", "mg_wfbp", "bytescheduler")
 COMPRESSORS = ("fp16", "qsgd(levels=16)", "terngrad", "topk(0.01)", "topk(0.01)+ef", "signsgd+ef")
@@ -219,7 +219,10 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
         rows = _data_parallel(profile, cluster, target, left_out)
     else:
         raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])} or a Profile")
-    table = pd.DataFrame(rows).sort_values("time_s", kind="stable", ignore_index=True)
+    table = pd.DataFrame(rows)
+    for name in SPECS:  # None stays None, as the Trainer takes it (pandas 3 stores a missing string as NaN)
+        table[name] = pd.Series([row[name] for row in rows], dtype=object)
+    table = table.sort_values("time_s", kind="stable", ignore_index=True)
     if budget is not None:
         within = table[table["time_s"] <= budget]
         if within.empty:
