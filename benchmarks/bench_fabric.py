@@ -7,7 +7,9 @@ For each fabric: hosts, switches, directed links, the seconds to build it, the s
 one step of a ring all-reduce (p simultaneous flows, max-min fair rates solved at every start and
 end, :mod:`commlab.sim.flows`), and the simulated ring all-reduce of 100 MB against the closed form
 2 (p-1) (alpha + n/(p C)), which a non-blocking fat-tree reaches (the issue's target: a 1,024-GPU
-step in under 5 s).
+step in under 5 s). Then the synchronization algorithms of :mod:`commlab.sim.fabric_sync`, and whole
+iterations on a fabric (:mod:`commlab.sim.on_fabric`): one model on a non-blocking and a 2:1
+oversubscribed fat-tree of 128 GPUs against the Cluster's closed form with the same link.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import time
 from commlab.arch import ring
 from commlab.bench import table
 from commlab.net.link import get_link
+from commlab import sim
 from commlab.sim import fabric_sync
 from commlab.sim.fabric import bcube, fat_tree
 from commlab.sim.flows import ring_allreduce, simulate
@@ -48,6 +51,7 @@ def main():
     table(f"One ring all-reduce step, flow level ({args.link}, {args.mb:g} MB)",
           ["fabric", "GPUs", "switches", "links", "build s", "step s", "ring ms", "closed form ms", "ratio"], rows)
     algorithms(nbytes)
+    iterations(args.link)
 
 
 def _timed(fn, *a):
@@ -75,6 +79,21 @@ def algorithms(nbytes):
         rows.append([f"BCube({n},{k})", "BML", hosts, f"{1e3 * t:.2f}", f"{wall:.2f}"])
     table(f"Synchronization algorithms on fabrics, flow level ({nbytes / 1e6:g} MB)",
           ["fabric", "algorithm", "GPUs", "simulated ms", "wall s"], rows)
+
+
+def iterations(link, k=8):
+    """One model's iteration on a k-ary fat-tree (non-blocking, 2:1) and on the equivalent Cluster."""
+    rows = []
+    for model in ("resnet50", "bert-large"):
+        profile = sim.builtin(model)
+        for spec in (None, "wfbp", "mg_wfbp"):
+            for name, where in (("fat-tree 1:1", fat_tree(k, link)), ("fat-tree 2:1", fat_tree(k, link, 2)),
+                                ("Cluster (closed form)", sim.Cluster.flat(k ** 3 // 4, link))):
+                it, wall = _timed(sim.iteration, profile, where, None, spec)
+                rows.append([model, it.plan.name, name, it.workers, f"{1e3 * it.time:.2f}", f"{1e3 * it.single:.2f}",
+                             f"{it.throughput:.0f}", f"{wall:.2f}"])
+    table(f"One iteration on a fabric, flow level, vs the closed form ({link}, {k ** 3 // 4} GPUs)",
+          ["model", "schedule", "network", "GPUs", "iteration ms", "compute ms", "samples/s", "wall s"], rows)
 
 
 if __name__ == "__main__":

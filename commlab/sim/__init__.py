@@ -21,8 +21,11 @@ simulator against the quantitative survey's measured grid);
 routes) and :mod:`.flows` (flow-level simulation: max-min fair sharing of links, re-solved at
 every flow's start and end), :mod:`.gpu_fabric` (GPU clusters: NVSwitch or PCIe nodes, rails or
 one NIC per node), :mod:`.fabric_sync` (flat ring, leader, rail-aware all-reduce, PS and BML on a
-fabric, flow by flow). Links and transports are named in :mod:`commlab.net` (one table); in-network
-aggregation, protocol and closed form, is :mod:`commlab.arch.switch` and :mod:`commlab.arch.innetwork`.
+fabric, flow by flow), :mod:`.on_fabric` (an iteration on a fabric: ``sim.iteration(profile,
+sim.fat_tree(4, oversubscription=2))``, or ``sim.OnFabric(fabric, "rail", gpus_per_node=8)`` for
+the rail-aware all-reduce, each message timed by the flow-level model). Links and transports are
+named in :mod:`commlab.net` (one table); in-network aggregation, protocol and closed form, is
+:mod:`commlab.arch.switch` and :mod:`commlab.arch.innetwork`.
 """
 from __future__ import annotations
 
@@ -33,9 +36,10 @@ from .devices import BUILTINS, DEVICES, PROFILES, Device, builtin, get_device, p
 from .fabric import Fabric, bcube, fat_tree, torus_2d
 from .gpu_fabric import FABRICS, build, gpu_cluster
 from .frameworks import FRAMEWORKS, Framework, framework
+from .on_fabric import OnFabric
 from .iteration import LEVELS, METHODS, Iteration, iteration
 from . import survey  # noqa: E402  (after iteration, which it reads)
 
 __all__ = ["Profile", "profile", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
-           "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "comm_time", "iteration", "Iteration", "METHODS", "LEVELS",
-           "FRAMEWORKS", "Framework", "framework", "survey"]
+           "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "OnFabric", "comm_time", "iteration", "Iteration",
+           "METHODS", "LEVELS", "FRAMEWORKS", "Framework", "framework", "survey"]

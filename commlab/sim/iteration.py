@@ -30,6 +30,14 @@ framework's cost per operation (:mod:`commlab.sim.frameworks`).
 
 ``framework=`` adds a framework's cost to every message (closed level only: the message level
 times the bytes of every point-to-point message and nothing else).
+
+**On a fabric.** ``cluster`` may instead be a :class:`~commlab.sim.fabric.Fabric` (``sim.fat_tree``
+with its oversubscription, ``sim.gpu_cluster``, ...: every host a worker, the flat ring) or an
+:class:`~commlab.sim.on_fabric.OnFabric` (the rail-aware or leader all-reduce): then
+``comm_time(nbytes)`` is the collective's time in the flow-level model on that fabric
+(:mod:`commlab.sim.on_fabric`), and the same policy and dispatcher compose the iteration, with
+framework costs as on a Cluster. Only ``level="closed"`` and ``arch`` "allreduce" or "ps" (sharded
+over the workers) run there: the message level's programs and BytePS's pipeline are a Cluster's.
 """
 from __future__ import annotations
 
@@ -44,7 +52,9 @@ from ..schedule.profile import Profile
 from . import collectives, programs
 from .cluster import Cluster
 from .devices import builtin
+from .fabric import Fabric
 from .frameworks import framework
+from .on_fabric import OnFabric
 
 METHODS = {  # method: (arch, schedule, framework)
     "bsp_ps": ("byteps", None, "byteps"), "bsp_a2a": ("allreduce", None, "horovod"),
@@ -63,7 +73,7 @@ class Iteration:
 
     time: float
     profile: Profile
-    cluster: Cluster
+    cluster: Cluster | OnFabric
     arch: str
     plan: object
     messages: tuple
@@ -74,7 +84,7 @@ class Iteration:
 
     @property
     def workers(self) -> int:
-        """Data-parallel workers: every GPU of the cluster."""
+        """Data-parallel workers: every GPU of the cluster (every host of a fabric)."""
         return self.cluster.gpus
 
     @property
@@ -131,12 +141,14 @@ def _choose(method, arch, schedule, fw):
     return arch, spec, framework(fw or default)
 
 
-def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None, servers: int | None = None,
-              method: str | None = None, level: str = "closed", framework=None) -> Iteration:
+def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = None, schedule=None,
+              servers: int | None = None, method: str | None = None, level: str = "closed",
+              framework=None) -> Iteration:
     """Simulate one steady-state iteration.
 
     profile: a :class:`Profile` or a built-in name ("resnet50", "bert-base", "bert-large");
-    cluster: a :class:`Cluster`; arch: "allreduce" (default), "ps", "byteps" or "switchml"; schedule: a spec ("wfbp",
+    cluster: a :class:`Cluster`, or a Fabric or an OnFabric (see the module doc); arch: "allreduce"
+    (default), "ps", "byteps" or "switchml" (on a fabric: "allreduce" or "ps"); schedule: a spec ("wfbp",
     "mg_wfbp", "fusion(mb=25)", "bytescheduler", "p3"), a Schedule, or None (one message after
     backward); servers: server machines for "ps" (default: one per worker node); method: one of
     :data:`METHODS` instead of arch and schedule; level: "closed" or "message"; framework: a name
@@ -146,12 +158,19 @@ def iteration(profile, cluster: Cluster, arch: str | None = None, schedule=None,
         profile = builtin(profile)
     if not isinstance(profile, Profile):
         raise ValueError(f"profile must be a Profile or a built-in name, got {profile!r}")
-    if not isinstance(cluster, Cluster):
-        raise ValueError(f"cluster must be a sim.Cluster(nodes, gpus_per_node, ...), got {cluster!r}")
+    if isinstance(cluster, Fabric):
+        cluster = OnFabric(cluster)
+    if not isinstance(cluster, (Cluster, OnFabric)):
+        raise ValueError(f"cluster must be a sim.Cluster(nodes, gpus_per_node, ...), a Fabric (sim.fat_tree, "
+                         f"sim.gpu_cluster, ...) or a sim.OnFabric(fabric, allreduce, gpus_per_node), got {cluster!r}")
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; valid: {', '.join(LEVELS)}")
+    on_fabric = isinstance(cluster, OnFabric)
+    if on_fabric and level != "closed":
+        raise ValueError(f"level={level!r} replays a sim.Cluster's point-to-point programs; on a fabric each "
+                         "message is timed flow by flow: use level='closed'")
     arch, spec, fw = _choose(method, arch, schedule, framework)
-    bytes_time = collectives.comm_time(cluster, arch, servers)
+    bytes_time = cluster.comm_time(arch, servers) if on_fabric else collectives.comm_time(cluster, arch, servers)
     free = fw.per_op == 0 or cluster.gpus == 1  # one GPU runs no collective
     comm_time = bytes_time if free else (lambda n: bytes_time(n) + fw.cost(n))
     policy = _schedule.get(spec)
