@@ -1,4 +1,4 @@
-"""The command line: ``python -m commlab train | simulate | advise``.
+"""The command line: ``python -m commlab train | simulate | advise | rules``.
 
 * ``train``: one Trainer run (every dimension a flag), a progress bar, the History as CSV (or
   Parquet, with pyarrow installed), and a PNG of the loss against simulated time (against the
@@ -17,6 +17,9 @@
 
       python -m commlab advise --model resnet50 --gpus 32 --net 10GbE --target 5000
 
+* ``rules``: the tables of allowed combinations (:func:`commlab.rules.markdown`), drawn from what
+  each synchronizer, architecture and compressor declares.
+
 ``--help`` lists every name each dimension offers. A bad flag or name ends with a message that
 names the valid choices and exit status 2, before anything runs.
 """
@@ -31,6 +34,7 @@ from . import checks
 from . import compress as compress_pkg
 from . import data as data_pkg
 from . import models as models_pkg
+from . import rules
 from . import schedule as schedule_pkg
 from . import sim
 from . import sync as sync_pkg
@@ -57,7 +61,7 @@ def _epilog(keys) -> str:
 def parser() -> argparse.ArgumentParser:
     """The argparse parser: subcommands train, simulate and advise, each epilog listing valid names."""
     top = argparse.ArgumentParser(prog="python -m commlab", description="commlab from the command line")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise,rules}")
     fmt = argparse.RawDescriptionHelpFormatter
 
     t = sub.add_parser("train", help="train with the Trainer and save the History", formatter_class=fmt,
@@ -101,6 +105,10 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--budget", type=float, default=None, help="seconds; keep what fits in it")
     v.add_argument("--batch", type=int, default=None, help="sequences per step (large models)")
     v.add_argument("--top", type=int, default=10, help="rows to print")
+
+    sub.add_parser("rules", help="which combinations of sync, arch, compress and schedule run",
+                   description="The tables of allowed combinations, drawn from what each component declares "
+                               "(commlab.rules; docs/architecture.md shows them).")
     return top
 
 
@@ -257,7 +265,12 @@ def main(argv=None) -> int:
     p = parser()
     a = p.parse_args(argv)
     sub = p._subparsers._group_actions[0].choices[a.command]
-    return {"train": _train, "simulate": _simulate, "advise": _advise}[a.command](sub, a)
+    return {"train": _train, "simulate": _simulate, "advise": _advise, "rules": _rules}[a.command](sub, a)
+
+
+def _rules(p, a) -> int:
+    print(rules.markdown(), end="")
+    return 0
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ def profile(spec, x: torch.Tensor, workers: int, repeats: int = 2, measure: bool
     c = compress.get(spec)
     if c is None:
         return StepProfile("uncompressed", d, (("allreduce", size * d),), 0.0)
-    inner = getattr(c, "inner", c)
+    inner = c.base
     if isinstance(inner, PowerSGD):
         plan = inner.plan(x.shape)
         messages = (("allreduce", size * d),) if plan is None else (

@@ -25,6 +25,7 @@ from . import arch as arch_pkg
 from . import checks
 from . import compress as compress_pkg
 from . import data as data_pkg
+from . import rules
 from . import decentral  # noqa: F401  (registers sync='dpsgd', ..., arch='gossip')
 from . import parallel as parallel_pkg  # also registers arch='zero(stage=...)'
 from . import schedule as schedule_pkg
@@ -83,7 +84,7 @@ class Trainer:
         if unknown:
             raise TypeError(f"unknown Trainer option(s) {sorted(unknown)}; valid: {', '.join(sorted(valid))}")
         # every option is checked here, before any rank starts: Config checks the numbers and
-        # choices, each dimension's registry its names, the architecture the combination
+        # choices, each dimension's registry its names, the rulebook (commlab.rules) the combination
         self.config = c = Config(model=model, data=data, workers=workers, sync=sync, arch=arch, compress=compress,
                                  schedule=schedule, runtime=runtime, seed=seed, **options)
         sync = sync_pkg.get(c.sync)
@@ -91,16 +92,7 @@ class Trainer:
             c.arch = sync.default_arch  # a single server, or a ring of neighbours
         arch = arch_pkg.get(c.arch)
         schedule = schedule_pkg.get(c.schedule)
-        if schedule is not None and not sync.schedulable:
-            valid = ", ".join(n for n in sync_pkg.SYNCS.names() if sync_pkg.get(n).schedulable)
-            raise ValueError(f"schedule={c.schedule!r} orders the gradient messages of one synchronous step; "
-                             f"sync={c.sync!r} cannot use it; valid with a schedule: sync={valid}")
-        sync.check(c)
-        compressor = compress_pkg.get(c.compress)
-        if compressor is not None and "dgc" in compressor.name and c.momentum:
-            raise ValueError(f"compress={c.compress!r} applies momentum itself (momentum correction); "
-                             f"use momentum=0 in the Trainer, got momentum={c.momentum!r}")
-        arch.check(c, sync, compressor, compress_pkg.get(c.reply_compress))
+        rules.check(c, sync, arch, compress_pkg.get(c.compress), compress_pkg.get(c.reply_compress), schedule)
         self.network = as_network(net)
         self.dataset = data if isinstance(data, data_pkg.Dataset) else data_pkg.load(data, seed=seed, **c.data_kw)
         probe = _build(c, self.dataset)
@@ -182,12 +174,8 @@ def _plan(schedule, probe, ds, c: Config, arch, network) -> Scheduled:
     plan = schedule.plan(profile, comm_time)
     messages = schedule_pkg.dispatch(plan, profile, comm_time)
     numels = [p.numel() for p in probe.parameters() if p.requires_grad]
-    compressor = compress_pkg.get(c.compress)
-    if getattr(compressor, "protocol", None) == "powersgd" and any(
-            (b - a) != numels[pos] for segs in segments(plan, profile, numels) for pos, a, b in segs):
-        raise ValueError(f"compress={c.compress!r} compresses each weight as a matrix, but schedule={c.schedule!r} "
-                         "cuts weights into pieces, which it would send uncompressed; use a schedule that keeps "
-                         "layers whole (wfbp, fusion, mg_wfbp) or partitions larger than any layer")
+    cuts = any((b - a) != numels[pos] for segs in segments(plan, profile, numels) for pos, a, b in segs)
+    rules.check_cuts(c, compress_pkg.get(c.compress), cuts)
     return Scheduled(profile, plan, messages, flat_ranges(messages, plan, profile, numels))
 
 
@@ -203,9 +191,9 @@ def _rank_compressor(c: Config, rank: int):
     agree across ranks (summable payloads such as rand-k indices or PowerSGD's shared Q)."""
     compressor = compress_pkg.get(c.compress)
     if compressor is not None:
-        inner = getattr(compressor, "inner", compressor)
-        if not getattr(inner, "shared_seed", inner.aggregation == "sum"):
-            inner.seed = inner.seed + c.seed + rank
+        base = compressor.base
+        if not getattr(base, "shared_seed", base.aggregation == "sum"):
+            base.seed = base.seed + c.seed + rank
     return compressor
 
 

@@ -50,8 +50,9 @@ def test_refused_configurations_are_left_out_with_the_trainers_message(ranked):
     left = ranked.attrs["left_out"]
     key = "bsp / ps(shards=2) / signsgd+ef / wfbp"
     assert key not in {" / ".join(map(str, r)) for r in ranked[list(SPECS)].itertuples(index=False)}
-    assert left[key].startswith("the Trainer: schedule='wfbp' runs over a parameter server")
-    assert "does not run over a parameter server" in left["local_sgd(period=4) / ps(shards=2) / none / none"]
+    assert left[key].startswith("the Trainer: schedule='wfbp' runs over arch='ps(shards=2)' with no compression")
+    assert "averages models, which arch='ps(shards=2)' does not offer" in left["local_sgd(period=4) / ps(shards=2) / "
+                                                                              "none / none"]
     assert (ranked["sync"] == "dpsgd").sum() == 1 and ranked["compress"].isna().any()
     assert "own all-reduce protocol" in left["bsp / ps(shards=2) / terngrad / none"]
 

@@ -125,7 +125,7 @@ def test_sync_needs_a_parameter_server():
     with pytest.raises(ValueError, match="runs over a parameter server.*arch='ring'"):
         Trainer(sync="asp", arch="ring")
     assert Trainer(sync="asp").config.arch == "ps"
-    with pytest.raises(ValueError, match="does not run over a parameter server"):
+    with pytest.raises(ValueError, match="averages models, which arch='ps' does not offer; valid: arch=.*ring"):
         Trainer(sync="local_sgd(period=2)", arch="ps")
     with pytest.raises(ValueError, match=r"backup\(backups=4\) leaves no gradient"):
         Trainer(sync="backup(backups=4)", workers=4)

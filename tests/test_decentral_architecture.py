@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from commlab import arch, compress, sync
+from commlab import arch, compress, rules, sync
 from commlab.config import Config
 from commlab.decentral import topology as T
-from commlab.decentral.architecture import Gossip, GossipExchange, decentralized_syncs
+from commlab.decentral.architecture import Gossip, GossipExchange
 from commlab.net import LinkModel, Network
 from commlab.runtime import launch
 
@@ -24,7 +24,8 @@ def _x(rank, numel=6):
 
 def test_gossip_is_registered_with_the_decentralized_rules():
     assert isinstance(arch.get("gossip(topology='torus')"), Gossip)
-    assert decentralized_syncs() == ["adpsgd", "choco", "dcd_psgd", "dpsgd", "ecd_psgd", "naive_gossip"]
+    over_gossip = [n for n in sync.SYNCS.names() if "neighbours" in sync.get(n).needs]
+    assert over_gossip == ["adpsgd", "choco", "dcd_psgd", "dpsgd", "ecd_psgd", "naive_gossip"]
 
 
 def test_gossip_architecture():
@@ -53,16 +54,21 @@ def test_a_disconnected_graph_is_refused():
         Gossip(two_pairs).topology_for(4)
 
 
-def test_check_wants_a_decentralized_sync_and_no_server_replies():
+def test_declarations_and_the_rulebook_want_a_decentralized_sync_and_no_server_replies():
+    g = Gossip()
+    assert g.provides == {"neighbours"} and g.decodes == "each" and not g.replies and not g.schedulable
     c = Config(workers=4, sync="bsp", arch="gossip")
-    with pytest.raises(ValueError, match=r"arch='gossip' averages with neighbours only .* got sync='bsp'; "
-                                         r"valid: adpsgd, choco, dcd_psgd, dpsgd, ecd_psgd, naive_gossip"):
-        Gossip().check(c, sync.get("bsp"), None, None)
+    with pytest.raises(ValueError, match=r"sync='bsp' averages each step's gradients, which arch='gossip' does not "
+                                         r"offer; valid: arch=.*ring"):
+        rules.check(c, sync.get("bsp"), g)
     c = Config(workers=4, sync="dpsgd", arch="gossip", reply_compress="fp16")
-    with pytest.raises(ValueError, match="has no server"):
-        Gossip().check(c, sync.get("dpsgd"), None, compress.get("fp16"))
+    with pytest.raises(ValueError, match="sync='dpsgd' sends its values exactly"):
+        rules.check(c, sync.get("dpsgd"), g, None, compress.get("fp16"))
+    c = Config(workers=4, sync="choco", arch="gossip", reply_compress="fp16")
+    with pytest.raises(ValueError, match="arch='gossip' has none; valid: arch=ps"):
+        rules.check(c, sync.get("choco"), g, None, compress.get("fp16"))
     with pytest.raises(ValueError, match="a 2-D torus needs n = rows x cols"):
-        Gossip("torus").check(Config(workers=7, sync="dpsgd", arch="gossip"), sync.get("dpsgd"), None, None)
+        rules.check(Config(workers=7, sync="dpsgd", arch="gossip"), sync.get("dpsgd"), Gossip("torus"))
 
 
 def _shared(comm, top, spec):

@@ -58,9 +58,10 @@ def test_threads_and_gloo_agree_on_choco_with_topk():
     (dict(sync="dpsgd", arch="gossip(topology='mesh')"), r"unknown topology 'mesh'; valid: ring, torus"),
     (dict(sync="dpsgd", arch="gossip(topology='torus')", workers=7), r"a 2-D torus needs n = rows x cols"),
     (dict(sync="dpsgd", arch="gossip(topology='hypercube')", workers=6), r"power of two nodes, got n=6"),
-    (dict(sync="dpsgd", arch="ring"), r"sync='dpsgd' averages with neighbours only: use arch='gossip'"),
-    (dict(sync="bsp", arch="gossip"), r"arch='gossip' averages with neighbours only .* valid: adpsgd, choco"),
-    (dict(sync="dpsgd", compress="topk(0.1)"), r"sync='dpsgd' sends full models; to compress use"),
+    (dict(sync="dpsgd", arch="ring"), r"sync='dpsgd' averages with neighbours only, .* valid: arch=gossip$"),
+    (dict(sync="bsp", arch="gossip"), r"sync='bsp' averages each step's gradients, which arch='gossip' does not"),
+    (dict(sync="dpsgd", compress="topk(0.1)"), r"sync='dpsgd' sends its values exactly, .* valid with compression: "
+                                               r"sync=choco, dcd_psgd, ecd_psgd, naive_gossip$"),
     (dict(sync="choco", compress="signsgd"), r"compress='signsgd' is not a contraction .* valid: topk"),
     (dict(sync="choco", compress="topk(0.1)+ef"), r"CHOCO keeps its own memory .* drop the '\+ef'"),
     (dict(sync="dcd_psgd", compress="powersgd(rank=2)"), r"aggregates by its own all-reduce protocol"),
@@ -72,7 +73,8 @@ def test_bad_input_fails_before_any_rank_starts(kw, message):
 
 
 def test_a_parameter_server_refuses_a_decentralized_rule():
-    with pytest.raises(ValueError, match=r"sync='dpsgd' averages with neighbours only: use arch='gossip'"):
+    with pytest.raises(ValueError, match=r"sync='dpsgd' averages with neighbours only, which arch='ps' does not "
+                                         r"offer; valid: arch=gossip$"):
         Trainer(sync="dpsgd", arch="ps", progress=False)
 
 

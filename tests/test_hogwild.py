@@ -77,7 +77,11 @@ def test_one_thread_is_sgd():
 
 
 def test_hogwild_needs_threads_and_plain_sgd():
-    with pytest.raises(ValueError, match="use runtime='threads', got 'gloo'"):
+    with pytest.raises(ValueError, match="sync='hogwild' runs on runtime='threads' only; got runtime='gloo'"):
         Trainer(sync="hogwild", runtime="gloo")
-    with pytest.raises(ValueError, match="takes no arch, compress or momentum"):
+    with pytest.raises(ValueError, match="sync='hogwild' applies plain SGD steps; use momentum=0"):
         Trainer(sync="hogwild", momentum=0.9)
+    with pytest.raises(ValueError, match="sync='hogwild' talks over its ranks itself and takes no arch"):
+        Trainer(sync="hogwild", arch="ring")
+    with pytest.raises(ValueError, match="sync='hogwild' sends its values exactly, with no compression"):
+        Trainer(sync="hogwild", compress="fp16")

@@ -139,7 +139,8 @@ def test_schedule_over_a_server_refuses_compression_and_colocation(kw):
     with pytest.raises(ValueError) as info:
         Trainer(schedule="p3", progress=False, **kw)
     msg = str(info.value)
-    assert "schedule='p3'" in msg and f"arch={kw['arch']!r}" in msg and "all-reduce arch" in msg
+    assert "schedule='p3'" in msg and f"arch={kw['arch']!r}" in msg
+    assert "all-reduce arch" in msg or "valid with a schedule: arch=" in msg
 
 
 @pytest.mark.parametrize("spec, words", [("wfbq", ["'wfbq'", "wfbp", "mg_wfbp"]), ("fusion(mb=0)", ["mb=0"]),

@@ -37,9 +37,9 @@ def test_every_rule_is_a_synchronizer_and_says_whether_it_needs_a_server():
             "round_robin": policies.RoundRobinPolicy}
     for name, cls in want.items():
         rule = sync.get(name)
-        assert rule.needs_server and type(rule.server_policy()) is cls
+        assert rule.needs == {"server"} and type(rule.server_policy()) is cls
     for name in ("bsp", "dynamic_batch"):
-        assert not sync.get(name).needs_server and type(sync.get(name).server_policy()) is BSPPolicy
+        assert "server" not in sync.get(name).needs and type(sync.get(name).server_policy()) is BSPPolicy
     for name in ("local_sgd", "post_local_sgd", "fedavg", "hogwild"):  # they average models, or share memory
         assert sync.get(name).server_policy() is None
     assert sync.get("ssp(staleness=3)").server_policy().staleness == 3

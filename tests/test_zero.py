@@ -215,9 +215,11 @@ def test_gloo_stage_3_equals_threads():
     (dict(arch="zero(stage=2, optimizer='lamb')"), ["'lamb'", "sgd, adam"]),
     (dict(arch="zero(stage=2, precision='fp8')"), ["'fp8'", "fp32, mixed"]),
     (dict(arch="zero(stage=2, precision='mixed')"), ["optimizer='adam'"]),
-    (dict(arch="zero(stage=2)", sync="local_sgd(period=2)"), ["sync='local_sgd(period=2)'", "'bsp'"]),
-    (dict(arch="zero(stage=1)", compress="topk(0.1)"), ["compress='topk(0.1)'", "None"]),
-    (dict(arch="zero(stage=1)", schedule="wfbp"), ["schedule='wfbp'"]),
+    (dict(arch="zero(stage=2)", sync="local_sgd(period=2)"), ["sync='local_sgd(period=2)' averages models",
+                                                              "valid: arch=", "ring"]),
+    (dict(arch="zero(stage=2)", sync="asp"), ["sync='asp' runs over a parameter server", "valid: arch=ps"]),
+    (dict(arch="zero(stage=1)", compress="topk(0.1)"), ["compress='topk(0.1)'", "no compression (use None)"]),
+    (dict(arch="zero(stage=1)", schedule="wfbp"), ["schedule='wfbp'", "valid with a schedule: arch=", "ring"]),
 ])
 def test_bad_input_fails_before_any_rank_starts(kw, words):
     with pytest.raises(ValueError) as e:

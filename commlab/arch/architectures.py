@@ -1,10 +1,10 @@
 """The architectures a Trainer composes (``Trainer(arch=...)``): who talks to whom.
 
-Each answers the same few questions, so the Trainer never asks which one it holds:
+Each is an :class:`~commlab.arch.base.Architecture`: it declares what its exchange offers
+(``provides``, ``decodes``, ``replies``, ``schedulable``; the rulebook :mod:`commlab.rules` reads
+them before any rank starts) and answers the same few questions, so the Trainer never asks which
+one it holds:
 
-* ``check(config, sync, compressor, reply)``: refuse a combination it cannot run, before any
-  rank starts (``compressor``, ``reply``: the built compressors of ``compress`` and
-  ``reply_compress``);
 * ``world_size(workers)``: ranks to launch; ``serves(rank, workers)``: is this rank a server
   only (it runs :meth:`serve` instead of training);
 * ``exchange(comm, model, optimizer, setup)``: the worker rank's
@@ -17,10 +17,9 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
-from ..compress.base import Compressor
 from ..flat import flatten
 from . import collectives
-from .aggregate import own_protocol
+from .base import Architecture
 from .exchange import AllReduceExchange, ScheduledServerExchange, ServerExchange
 from .ps import PSClient, run_server, trainable
 from .ps_scheduled import ScheduledPSClient, run_scheduled_server
@@ -44,9 +43,15 @@ class ExchangeSetup:
     messages: list | None = None
 
 
-class AllReduce:
+class AllReduce(Architecture):
     """One all-reduce algorithm of :mod:`commlab.arch.collectives` with its keyword arguments:
-    ``AllReduce("ring", segments=4)``. Bad arguments fail here, at construction."""
+    ``AllReduce("ring", segments=4)``. Bad arguments fail here, at construction. Every rank is a
+    worker; every rank combines every payload, so any compressor runs over it, and a schedule's
+    messages, compressed or not."""
+
+    provides = frozenset({"step", "average"})
+    decodes = "together"
+    schedulable = schedules_compressed = True
 
     def __init__(self, algorithm: str = "ring", **kw):
         if algorithm not in collectives.ALGORITHMS:
@@ -61,23 +66,6 @@ class AllReduce:
     def allreduce(self, comm, tensor, op: str = "sum"):
         """Run this algorithm on ``tensor`` over ``comm`` with reduction ``op`` and its keyword arguments."""
         return collectives.allreduce(comm, tensor, self.name, op, **self.kw)
-
-    def check(self, config, sync, compressor, reply) -> None:
-        """Refuse a run that needs a parameter server (its sync, or reply_compress): ValueError."""
-        if sync.needs_server:
-            raise ValueError(f"sync={config.sync!r} runs over a parameter server: use arch='ps' or "
-                             f"'ps(shards=S)', got arch={config.arch!r}")
-        if reply is not None:
-            raise ValueError(f"reply_compress={config.reply_compress!r} compresses a parameter server's replies; "
-                             f"use arch='ps' (got arch={config.arch!r})")
-
-    def world_size(self, workers: int) -> int:
-        """Ranks to launch: one per worker, no extra ranks."""
-        return workers
-
-    def serves(self, rank: int, workers: int) -> bool:
-        """Always False: every rank of an all-reduce is a worker."""
-        return False
 
     def exchange(self, comm, model, optimizer, setup: ExchangeSetup) -> AllReduceExchange:
         """This worker's :class:`AllReduceExchange` over the algorithm, with the run's compressor."""
@@ -104,52 +92,33 @@ class AllReduce:
         return f"AllReduce({self.name!r}{args})"
 
 
-class ParameterServer:
+class ParameterServer(Architecture):
     """``ps``, ``ps(shards=4)``, ``ps(shards=2, colocated=True)``: see :mod:`commlab.arch.ps`.
     The servers own the parameters and run the workers' optimizer settings (lr, momentum,
-    weight decay) under the synchronizer's policy."""
+    weight decay) under the synchronizer's policy (``needs_policy``). A server decodes each push
+    alone (``decodes="each"``) and may compress its replies; co-located servers carry no
+    compression; a schedule's messages go to extra server ranks, uncompressed."""
 
     name = "ps"
+    provides = frozenset({"step", "server"})
+    decodes = "each"  # co-located servers: "none" (set per instance)
+    replies = needs_policy = schedulable = True  # a schedule's messages go to extra server ranks only
 
     def __init__(self, shards: int = 1, colocated: bool = False):
         check_count("shards", shards)
         if not isinstance(colocated, bool):
             raise ValueError(f"colocated must be True or False, got {colocated!r}")
         self.shards, self.colocated = shards, colocated
+        self.decodes = "none" if colocated else "each"
+        self.schedulable = not colocated
 
     def layout(self, workers: int) -> Layout:
         """Where ``workers`` workers and this architecture's shards sit on the ranks."""
         return Layout(workers, self.shards, self.colocated)
 
-    def check(self, config, sync, compressor, reply) -> None:
-        """The synchronizer runs over a server, its policy on these shards, and the server can
-        decompress what the workers push (and compress what it replies)."""
-        policy = sync.server_policy()
-        if policy is None:
-            raise ValueError(f"sync={config.sync!r} does not run over a parameter server; use an all-reduce arch "
-                             f"({', '.join(collectives.ALGORITHMS)})")
-        policy = get_policy(policy)
-        check_shards(policy, self.shards)
-        if self.colocated and (compressor is not None or reply is not None):
-            raise ValueError(f"compression over co-located servers is not supported (arch={config.arch!r}); "
-                             "use colocated=False")
-        if config.schedule not in (None, "none") and (self.colocated or compressor is not None or reply is not None):
-            raise ValueError(f"schedule={config.schedule!r} runs over a parameter server with extra server ranks "
-                             f"and no compression; got arch={config.arch!r}, compress={config.compress!r}, "
-                             f"reply_compress={config.reply_compress!r} (use an all-reduce arch to schedule "
-                             "compressed gradients)")
-        if reply is not None and hasattr(reply, "inner"):
-            raise ValueError(f"reply_compress={config.reply_compress!r}: compressed replies carry their error "
-                             "feedback already (the server keeps what each worker holds); drop the '+ef'")
-        for spec, comp in ((config.compress, compressor), (config.reply_compress, reply)):
-            if comp is not None and own_protocol(getattr(comp, "inner", comp)):
-                raise ValueError(f"{spec!r} aggregates by its own all-reduce protocol; over a parameter server use "
-                                 "a compressor that the server can decompress (qsgd, topk, signsgd, fp16, ...)")
-        stateful = compressor is not None and type(getattr(compressor, "inner", compressor)).combine \
-            is not Compressor.combine
-        if stateful and not policy.synchronous:
-            raise ValueError(f"compress={config.compress!r} keeps per-round state in its aggregation; over a "
-                             f"parameter server it needs sync='bsp', got sync={config.sync!r}")
+    def check_policy(self, policy) -> None:
+        """The synchronizer's server policy runs on these shards (:func:`~commlab.arch.ps_policy.check_shards`)."""
+        check_shards(get_policy(policy), self.shards)
 
     def world_size(self, workers: int) -> int:
         """Ranks to launch for ``workers`` workers."""

@@ -31,6 +31,7 @@ import torch
 
 from .. import checks
 from ..flat import flatten, grads, unflatten_into
+from .base import Architecture
 from .exchange import Exchange
 from .innetwork import ina_time
 
@@ -135,7 +136,7 @@ def goodbye(comm, tag: int = TAG) -> None:
     comm.send(torch.tensor([0.0, float(GOODBYE)], dtype=torch.float64), comm.world_size - 1, tag)
 
 
-class InNetwork:
+class InNetwork(Architecture):
     """``switchml``, ``switchml(slots=8, elements=64)``: every step the workers' gradients are summed
     by a switch rank, launched after the workers, through its pool of ``slots`` x ``elements``
     integers (:func:`aggregate`, :func:`serve`), and each worker divides the sum by their number.
@@ -146,24 +147,13 @@ class InNetwork:
     switch rank of a run has one port, so its simulated clock is pessimistic, see the module doc)."""
 
     name = "switchml"
+    provides = frozenset({"step", "average"})
+    decodes = "none"  # the switch's fixed point is its own quantization
 
     def __init__(self, slots: int = 8, elements: int = 64):
         for label, v in (("slots", slots), ("elements", elements)):
             checks.integer(label, v, where="switchml")
         self.slots, self.elements = slots, elements
-
-    def check(self, config, sync, compressor, reply) -> None:
-        """Refuse a parameter-server sync, any compression and any schedule: ValueError."""
-        if sync.needs_server:
-            raise ValueError(f"sync={config.sync!r} runs over a parameter server: use arch='ps', got "
-                             f"arch={config.arch!r}")
-        if compressor is not None or reply is not None:
-            raise ValueError(f"arch={config.arch!r} sums fixed-point integers in the switch, its own quantization; "
-                             f"use compress=None (got compress={config.compress!r}, "
-                             f"reply_compress={config.reply_compress!r})")
-        if config.schedule not in (None, "none"):
-            raise ValueError(f"schedule={config.schedule!r}: the switch aggregates one vector per step; use "
-                             f"schedule=None with arch={config.arch!r}")
 
     def world_size(self, workers: int) -> int:
         """Ranks to launch: the workers plus one switch rank."""

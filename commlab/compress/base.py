@@ -137,6 +137,17 @@ class Compressor:
     # a protocol of its own (PowerSGD: "powersgd", gTop-k: "gtopk", TernGrad: "shared_scale"):
     # its ``aggregate`` receives the collectives it needs as arguments (commlab.arch.aggregate)
     protocol = None
+    # what the rulebook (commlab.rules) reads besides ``protocol`` and ``aggregation``:
+    inner = None  # the compressor it wraps (error feedback), or None
+    keeps_round_state = False  # its ``combine`` keeps state across rounds (DIANA's shifts, LAQ's sums)
+    applies_momentum = False  # it applies momentum itself (DGC's momentum correction)
+    whole_tensors = False  # it compresses each weight as a whole (PowerSGD's matrices): no schedule may cut one
+    remembers_error = False  # it keeps the error of what it sent (the "+ef" wrapper)
+
+    @property
+    def base(self) -> "Compressor":
+        """The compressor at the core of any wrappers: itself, or what it wraps, unwrapped."""
+        return self if self.inner is None else self.inner.base
 
     def __init__(self, seed: int = 0):
         if not checks.is_int(seed):

@@ -52,6 +52,7 @@ class DGC(Compressor):
     """``DGC(ratio, momentum=0.9, warmup_steps=0, clip=None)``: stateful per worker and key."""
 
     name = "dgc"
+    applies_momentum = True  # momentum correction: the Trainer's momentum must be 0
     unbiased = False
     aggregation = "gather"
 

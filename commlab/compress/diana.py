@@ -33,6 +33,7 @@ class Diana(Compressor):
     """``Diana(levels=16, bucket=512, alpha=None, seed=0)``."""
 
     name = "diana"
+    keeps_round_state = True  # the server's shift h moves with every aggregate
     no_error_feedback = ("corrects its compression error itself: it compresses g - h and learns the shifts h "
                          "(error feedback on top would count the error twice)")
     unbiased = True

@@ -32,6 +32,7 @@ class ErrorFeedback(Compressor):
     """``ErrorFeedback(inner)``: compress e + g with ``inner``, keep the rest in e (per key)."""
 
     unbiased = False
+    remembers_error = True
 
     def __init__(self, inner: Compressor):
         if not isinstance(inner, Compressor):

@@ -43,6 +43,7 @@ class LAQ(Compressor):
     """``LAQ(levels=15, D=10, xi=0.8, max_skip=100)``: skip when the innovation is small."""
 
     name = "laq"
+    keeps_round_state = True  # the server keeps the sum of the last uploads
     no_error_feedback = ("keeps its own memory of what it sent (it uploads the quantized change, or nothing); "
                          "error feedback on top would count the error twice")
     unbiased = False

@@ -51,6 +51,7 @@ class PowerSGD(LowRank):
     start, state per key. Every rank needs the same ``seed`` (the first Q)."""
 
     name = "powersgd"
+    whole_tensors = True  # each weight is one matrix M = P Q^T
     no_error_feedback = "has its error feedback built in (it keeps its own residual)"
     unbiased = False
     aggregation = "sum"

@@ -1,7 +1,7 @@
 """The gossip architecture (``Trainer(arch="gossip(topology='ring')")``) and its exchange.
 
 ``Gossip`` answers the questions every architecture answers (:mod:`commlab.arch.architectures`):
-it runs only with a decentralized synchronizer (``sync.needs_gossip``: D-PSGD, DCD-PSGD,
+it runs only with a decentralized synchronizer (``"neighbours" in sync.needs``: D-PSGD, DCD-PSGD,
 ECD-PSGD, CHOCO-SGD, AD-PSGD, naive compressed gossip), launches one rank per worker and no
 server, and its closed form is one gossip step, ``max_degree * (alpha + n beta)``.
 
@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import sync as sync_pkg
+from ..arch.base import Architecture
 from ..arch.exchange import Exchange
 from ..compress.base import Payload
-from ..spec import parse_one
 from . import gossip
 from . import topology as topology_pkg
 
@@ -109,11 +108,13 @@ class GossipExchange(Exchange):
         return f"GossipExchange({self.topology!r}, compressor={self.compressor!r})"
 
 
-class Gossip:
+class Gossip(Architecture):
     """The gossip architecture: ``gossip``, ``gossip(topology="torus")``,
     ``gossip(topology="random_regular", d=4, seed=1)``. Extra keywords go to the topology."""
 
     name = "gossip"
+    provides = frozenset({"neighbours"})
+    decodes = "each"  # a neighbour decodes each payload alone
 
     def __init__(self, topology: str = "ring", **options):
         if not isinstance(topology, topology_pkg.Topology):
@@ -133,31 +134,13 @@ class Gossip:
             self._built[n] = top
         return self._built[n]
 
+    def check_workers(self, workers: int) -> None:
+        """The topology exists, connected, on ``workers`` nodes (ValueError naming what is valid)."""
+        self.topology_for(workers)
+
     def mix(self, comm, x: torch.Tensor) -> torch.Tensor:
         """One gossip step of ``x`` with the neighbours of this rank."""
         return gossip.gossip_step(comm, x, self.topology_for(comm.world_size))
-
-    def check(self, config, sync, compressor, reply) -> None:
-        """Refuse a non-decentralized sync, a topology unfit for the workers, or reply_compress: ValueError."""
-        self.topology_for(config.workers)
-        if not sync.needs_gossip:
-            raise ValueError(f"arch={config.arch!r} averages with neighbours only and trains with a decentralized "
-                             f"sync; got sync={config.sync!r}; valid: {', '.join(decentralized_syncs())}")
-        if reply is not None:
-            raise ValueError(f"reply_compress={config.reply_compress!r} compresses a parameter server's replies; "
-                             f"arch={config.arch!r} has no server")
-
-    def world_size(self, workers: int) -> int:
-        """Ranks to launch: one per worker, no server."""
-        return workers
-
-    def serves(self, rank: int, workers: int) -> bool:
-        """Always False: gossip has no server ranks."""
-        return False
-
-    def serve(self, comm, model, optimizer, setup):
-        """Always ValueError: gossip has no server ranks."""
-        raise ValueError("arch='gossip' has no server ranks")
 
     def exchange(self, comm, model, optimizer, setup) -> GossipExchange:
         """This rank's :class:`GossipExchange` on the topology for the world size, with the compressor."""
@@ -172,12 +155,3 @@ class Gossip:
         extra = "".join(f", {k}={v!r}" for k, v in self.options.items())
         return f"Gossip(topology={self.topology!r}{extra})"
 
-
-def decentralized_syncs() -> list[str]:
-    """The synchronizers that run over gossip (registered by :mod:`commlab.decentral`)."""
-    return [n for n in sync_pkg.SYNCS.names() if getattr(sync_pkg.SYNCS.builders[n], "needs_gossip", False)]
-
-
-def is_gossip(arch) -> bool:
-    """Is the arch spec (a string such as "gossip(topology='torus')") the gossip architecture?"""
-    return isinstance(arch, str) and parse_one(arch).name == Gossip.name

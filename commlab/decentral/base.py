@@ -29,14 +29,13 @@ from ..compress.base import Compressor
 from ..flat import flatten, grads, unflatten_into
 from ..history import DIVERGED_LOSS, Diverged
 from ..sync.base import Synchronizer
-from .architecture import is_gossip
 
 
 class Decentralized(Synchronizer):
     """Base class: ``update(worker, x, g) -> x'`` is the rule; ``compresses``: whether it may send
     compressed values (with ``compress=None`` it sends them exactly), else ``compress`` must be None."""
 
-    needs_gossip = True
+    needs = frozenset({"neighbours"})
     default_arch = "gossip"
     compresses = False
 
@@ -46,24 +45,13 @@ class Decentralized(Synchronizer):
 
     # ----- before any rank starts ------------------------------------------------------------
     def check(self, config) -> None:
-        """Refuse a non-gossip arch, or compression for a rule that sends full models: ValueError."""
-        if not is_gossip(config.arch):
-            raise ValueError(f"sync={config.sync!r} averages with neighbours only: use arch='gossip' or "
-                             f"'gossip(topology=...)' (ring, torus, hypercube, exponential, complete, star, "
-                             f"random_regular), got arch={config.arch!r}")
-        if not self.compresses and config.compress is not None:
-            raise ValueError(f"sync={config.sync!r} sends full models; to compress use sync='dcd_psgd', "
-                             f"'ecd_psgd', 'choco(gamma=...)' or 'naive_gossip', got compress={config.compress!r}")
+        """The rule's compressor, where it sends one, is one it can use (:meth:`compressor_for`)."""
         if self.compresses and config.compress is not None:
             self.compressor_for(config.compress)
 
     def compressor_for(self, spec) -> Compressor:
-        """The compressor this rule sends with, checked (ValueError naming what is valid)."""
-        c = compress_pkg.get(spec)
-        if getattr(c, "protocol", None) is not None:
-            raise ValueError(f"compress={spec!r} aggregates by its own all-reduce protocol; between neighbours "
-                             "use a compressor whose payload travels alone (qsgd, randk, topk, scaled_sign, ...)")
-        return c
+        """The compressor this rule sends with (CHOCO scales an unbiased one into a contraction, or refuses it)."""
+        return compress_pkg.get(spec)
 
     # ----- a step ------------------------------------------------------------------------
     def round(self, worker) -> dict:

@@ -39,6 +39,7 @@ from contextlib import nullcontext
 import torch
 
 from ..arch import ring
+from ..arch.base import Architecture
 from ..arch.chunks import bounds
 from ..arch.exchange import Exchange
 from ..net.link import get_link
@@ -84,12 +85,14 @@ def zero_bytes(psi: float, n: int, stage: int, bytes_per_value: int = 4) -> floa
     return (3 if stage == 3 else 2) * psi * (n - 1) / n * bytes_per_value
 
 
-class Zero:
+class Zero(Architecture):
     """``arch="zero(stage=2)"`` (``optimizer="sgd"`` with the Trainer's lr, momentum and weight
     decay, or ``"adam"`` with its lr and weight decay; ``precision="fp32"``, or ``"mixed"`` with
     Adam): an architecture of the Trainer."""
 
     name = "zero"
+    provides = frozenset({"step"})  # it shards BSP's optimizer step; no model averages
+    decodes = "none"  # shards of exact gradients: no compression, no schedule
 
     def __init__(self, stage: int = 1, optimizer: str = "sgd", precision: str = "fp32"):
         check_stage(stage)
@@ -100,23 +103,6 @@ class Zero:
         if precision == "mixed" and optimizer != "adam":
             raise ValueError("precision='mixed' is the paper's mixed-precision Adam; use optimizer='adam'")
         self.stage, self.optimizer, self.precision = stage, optimizer, precision
-
-    def check(self, config, sync, compressor, reply) -> None:
-        """Refuse any sync but bsp, any compression and any schedule: ValueError."""
-        for option, value, valid in (("sync", config.sync, ("bsp",)), ("compress", config.compress, (None,)),
-                                     ("reply_compress", config.reply_compress, (None,)),
-                                     ("schedule", config.schedule, (None, "none"))):
-            if value not in valid:
-                raise ValueError(f"arch={config.arch!r} shards BSP's optimizer step; {option}={value!r} is not valid "
-                                 f"with it; valid: {', '.join(map(repr, valid))}")
-
-    def world_size(self, workers: int) -> int:
-        """Ranks to launch: one per worker."""
-        return workers
-
-    def serves(self, rank: int, workers: int) -> bool:
-        """Always False: every rank is a worker."""
-        return False
 
     def exchange(self, comm, model, optimizer, setup) -> "ZeroExchange":
         """This rank's :class:`ZeroExchange` for the stage, optimizer and precision."""

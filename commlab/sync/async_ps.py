@@ -30,7 +30,7 @@ from .policies import ASPPolicy, BackupPolicy, RoundRobinPolicy, SSPPolicy
 
 
 class _OverServer(BSP):
-    needs_server = True
+    needs = frozenset({"server"})  # a parameter server runs the rule's policy
     default_arch = "ps"
     schedulable = False  # the server's policy, not BSP's, decides what a push does: no scheduled messages
     policy_class = None

@@ -7,15 +7,23 @@ models, ``exchange.average(tensors)``; :mod:`commlab.arch.exchange`), or talk ov
 ``worker.comm`` itself (FedAvg's star, Hogwild's shared memory), and returns {"loss": ...}
 (NaN if this worker did not train), optionally "staleness" and "samples".
 
-What a rule tells the Trainer before any rank starts:
+What a rule declares before any rank starts (the rulebook, :mod:`commlab.rules`, reads it):
 
-* ``server_policy()``: the parameter-server policy it runs with over ``arch="ps"``, or None
-  if it does not run over a server; ``needs_server``: it only runs over one (ASP, SSP, ...),
-  so ``arch="native"`` becomes ``"ps"`` (``default_arch``); ``needs_gossip``: it averages with
-  neighbours only (:mod:`commlab.decentral`), so ``"native"`` becomes ``"gossip"``;
-* ``check(config)``: refuse options the rule cannot honour, with the reason;
+* ``needs``: the services it uses from the architecture's exchange (:data:`commlab.arch.base.SERVICES`):
+  ``{"step"}`` (BSP), ``{"step", "average"}`` (local SGD averages models), ``{"server"}`` (ASP, SSP,
+  ... run a parameter-server policy), ``{"neighbours"}`` (the decentralized rules of
+  :mod:`commlab.decentral`); ``takes_arch = False``: it talks over ``worker.comm`` itself
+  (FedAvg's star, Hogwild's shared memory) and takes no ``arch``; ``default_arch``: the arch
+  that replaces ``"native"`` for it (``"ps"``, ``"gossip"``);
+* ``server_policy()``: the parameter-server policy it runs with over ``arch="ps"``, or None;
+* ``compresses``: it can send compressed messages (``compress=``); ``decodes``: for a rule that
+  talks over comm itself, how its receiver decodes payloads (``"weighted"``: each alone,
+  weighted, as FedAvg's server does), else None (the architecture decodes);
 * ``schedulable``: it averages one step's gradients in one exchange.step, which a schedule
   (:mod:`commlab.schedule`) may cut into messages overlapped with backward (BSP);
+* ``takes_momentum``: the Trainer's momentum applies (Hogwild's shared update has none);
+  ``runtimes``: the runtimes it runs on (None: any);
+* ``check(config)``: refuse its own arguments where they do not fit the run (backups >= workers);
 * ``shared_state(build)`` / ``bind(state)``: state shared by all ranks of one process
   (Hogwild's parameter vector, from ``build()``, the run's initial model), built once before
   launch; None for message-passing rules.
@@ -26,10 +34,14 @@ from __future__ import annotations
 class Synchronizer:
     """Base class of a synchronization rule: ``round(worker)`` runs one step (see the module doc)."""
     name = "sync"
-    needs_server = False
-    needs_gossip = False  # it averages with neighbours only (commlab.decentral)
+    needs = frozenset({"step"})  # services of the architecture's exchange (module doc)
+    takes_arch = True  # False: it talks over comm itself and takes no arch
     default_arch = None  # the arch that replaces "native" for this rule ("ps", "gossip"), or None
+    compresses = True  # it can send compressed messages
+    decodes = None  # for a rule that takes no arch: how its receiver decodes payloads
     schedulable = False  # a schedule orders one step's gradient messages: BSP's step only
+    takes_momentum = True
+    runtimes = None  # the runtimes it runs on; None: any
 
     def round(self, worker) -> dict:
         """One step on this worker; returns {"loss": ...}, optionally "staleness" and "samples"."""
@@ -40,7 +52,8 @@ class Synchronizer:
         return None
 
     def check(self, config) -> None:
-        """Raise ValueError for a Trainer option this rule cannot honour."""
+        """Raise ValueError where the rule's own arguments do not fit the run (the combination of
+        dimensions is the rulebook's, :mod:`commlab.rules`)."""
 
     def shared_state(self, build):
         """State shared by every rank of the process, built once before launch from ``build()``

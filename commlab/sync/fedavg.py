@@ -24,7 +24,8 @@ average; FedPAQ bounds the extra error by Q's variance over m n_k-weighted clien
 compresses its own update too when it is chosen (nothing crosses the wire for it), so every
 client is treated alike. Compressors that vote (signSGD, signum), keep state in their
 aggregation (DIANA, LAQ) or aggregate by an all-reduce protocol of their own (PowerSGD,
-gTop-k, TernGrad's shared scaler; as over a parameter server) are refused by ``check``.
+gTop-k, TernGrad's shared scaler; as over a parameter server) are refused by the rulebook
+(:mod:`commlab.rules`: FedAvg declares ``decodes = "weighted"``).
 
 Communication is the star of a federated system, whatever ``arch`` is. Per round, with D
 parameters (fp32) and m' = the chosen clients other than the server:
@@ -49,7 +50,7 @@ import numpy as np
 import torch
 
 from .. import checks
-from ..compress.base import Compressor, Payload
+from ..compress.base import Payload
 from ..flat import flatten, unflatten_into
 from .base import Synchronizer
 
@@ -60,6 +61,9 @@ class FedAvg(Synchronizer):
     """``fedavg(fraction=1.0, epochs=1, local_steps=None)``: per round, chosen clients train locally and the
     server (rank 0) averages their models weighted by shard size; compressed uploads are FedPAQ."""
     name = "fedavg"
+    # it talks client-server over comm itself (rank 0 is the server), which decodes each upload alone
+    # and weights it by the client's shard size (FedPAQ's compressed uploads)
+    needs, takes_arch, decodes = frozenset(), False, "weighted"
 
     def __init__(self, fraction: float = 1.0, epochs: int = 1, local_steps: int | None = None):
         if not 0 < fraction <= 1:
@@ -69,15 +73,6 @@ class FedAvg(Synchronizer):
             raise ValueError(f"local_steps must be None (use epochs) or an integer >= 1, got {local_steps!r}")
         self.fraction, self.epochs, self.local_steps = fraction, epochs, local_steps
         self.rounds = 0
-
-    def check(self, config) -> None:
-        """Refuse any arch (it talks client-server itself) and a compressor unfit for uploads: ValueError."""
-        if config.arch != "native":
-            raise ValueError(f"fedavg talks client-server (rank 0 is the server) and takes no arch; got "
-                             f"arch={config.arch!r}")
-        if config.compress not in (None, "none"):
-            from ..compress import get
-            check_upload_compressor(get(config.compress), config.compress)
 
     def chosen(self, round_index: int, clients: int, seed: int) -> list[int]:
         """The clients of a round: the same on every rank."""
@@ -175,20 +170,3 @@ def _split(flat: torch.Tensor, params) -> list[torch.Tensor]:
         out.append(flat[offset:offset + p.numel()].view_as(p))
         offset += p.numel()
     return out
-
-
-def check_upload_compressor(compressor, spec) -> None:
-    """FedAvg decodes every upload on its own and weights it by n_k: a compressor must have a
-    standalone payload whose decoded value is an update (not a vote), and no aggregation state."""
-    inner = getattr(compressor, "inner", compressor)
-    why = None
-    if getattr(inner, "protocol", None) is not None:  # as over a parameter server
-        why = f"aggregates by its own protocol ({inner.protocol}), which a server that decodes each upload cannot run"
-    elif inner.aggregation == "majority":
-        why = "decodes to signs for a majority vote, which loses the update's size; use scaled_sign"
-    elif type(inner).combine is not Compressor.combine:
-        why = "keeps state in its aggregation (the server's combine), which a weighted average skips"
-    if why:
-        raise ValueError(f"fedavg uploads compressed model updates (FedPAQ); compress={spec!r} {why}. Valid: "
-                         "qsgd, natural, scaled_sign, onebit, fp16, bf16, topk, randk, threshold, dgc, atomo, "
-                         "rotated, and chains such as 'topk(0.05)+qsgd(levels=16)', with or without '+ef'")

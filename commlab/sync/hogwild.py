@@ -30,18 +30,12 @@ class SharedParams:
 class Hogwild(Synchronizer):
     """``hogwild``: lock-free SGD on one parameter vector shared by every thread (Recht et al. 2011)."""
     name = "hogwild"
+    # threads update one shared vector directly: no arch, no compression, no momentum, threads only
+    needs, takes_arch, compresses, takes_momentum, runtimes = frozenset(), False, False, False, ("threads",)
 
     def __init__(self):
         self.shared = None
         self.read_at = 0
-
-    def check(self, config) -> None:
-        """Refuse anything but runtime='threads', and any arch, compression or momentum: ValueError."""
-        if config.runtime != "threads":
-            raise ValueError(f"hogwild shares memory between threads: use runtime='threads', got {config.runtime!r}")
-        if config.arch != "native" or config.compress not in (None, "none") or config.momentum:
-            raise ValueError("hogwild updates shared memory directly: it takes no arch, compress or momentum "
-                             f"(got arch={config.arch!r}, compress={config.compress!r}, momentum={config.momentum!r})")
 
     def shared_state(self, build) -> SharedParams:
         """The one shared parameter vector, built from the run's initial model."""

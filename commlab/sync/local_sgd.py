@@ -32,6 +32,7 @@ from .bsp import BSP
 class LocalSGD(Synchronizer):
     """``local_sgd(period=4)``: plain SGD on each worker, models averaged every H steps (Stich 2019)."""
     name = "local_sgd"
+    needs = frozenset({"average"})  # models averaged every H steps
 
     def __init__(self, period: int = 4):
         self.period = checks.integer("period", period, got=True)
@@ -69,6 +70,7 @@ class LocalSGD(Synchronizer):
 class PostLocalSGD(LocalSGD):
     """``post_local_sgd(switch=100, period=4)``: BSP for ``switch`` steps, then local SGD (Lin et al. 2020)."""
     name = "post_local_sgd"
+    needs = frozenset({"step", "average"})  # BSP's steps, then local SGD's model averages
 
     def __init__(self, switch: int = 100, period: int = 4):
         super().__init__(period)
