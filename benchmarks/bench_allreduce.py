@@ -24,7 +24,7 @@ import os
 
 import torch
 
-from commlab.bench import allreduce_algorithm_seconds, calibrated_link, table
+from commlab.measure.bench import allreduce_algorithm_seconds, calibrated_link, table
 from commlab.net import cost
 
 ALGORITHMS = [("native", "native", {}), ("ring", "ring", {}), ("ring(s=4)", "ring", {"segments": 4}),

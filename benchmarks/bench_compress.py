@@ -30,7 +30,7 @@ import time
 
 import torch
 
-from commlab.bench import table
+from commlab.measure.bench import table
 from commlab.compress import COMPRESSORS, get
 
 EXTRA = ("qsgd(coding='elias')", "topk+ef", "threshold(2.5)")  # default tau=1e-3 keeps nearly all of randn

@@ -17,10 +17,10 @@ import argparse
 
 from commlab import models
 from commlab.arch import ring
-from commlab.bench import allreduce_algorithm_seconds, calibrated_link, gossip_seconds, table
+from commlab.measure.bench import allreduce_algorithm_seconds, calibrated_link, gossip_seconds, table
 from commlab.data import load
 from commlab.decentral import gossip, topology
-from commlab.intensity import count_params
+from commlab.models.intensity import count_params
 
 TOPOLOGIES = ["ring", "torus", "hypercube", "exponential", "complete", "star"]
 

@@ -17,7 +17,7 @@ import argparse
 import time
 
 from commlab.arch import ring
-from commlab.bench import table
+from commlab.measure.bench import table
 from commlab.net.link import get_link
 from commlab import sim
 from commlab.sim import fabric_sync

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from commlab import data, launch, models
-from commlab.bench import allreduce_seconds, launch_seconds, table
+from commlab.measure.bench import allreduce_seconds, launch_seconds, table
 from commlab.runtime import fork_is_safe
 from commlab.train import Trainer
 

@@ -15,7 +15,7 @@ import argparse
 import statistics
 import time
 
-from commlab.bench import table
+from commlab.measure.bench import table
 from commlab.parallel import planner
 from commlab.train import Trainer
 

@@ -16,7 +16,7 @@
     The run's network model is measured, not assumed: ``commlab.net.calibrate`` fits alpha and
     beta by ping-pong between Gloo ranks, and the compute rate is the model's training FLOPs
     over the measured forward + backward seconds while 4 ranks share the cores
-    (:func:`commlab.bench.compute_seconds`). Both go into ``net=``, so MG-WFBP's merge rule and
+    (:func:`commlab.measure.bench.compute_seconds`). Both go into ``net=``, so MG-WFBP's merge rule and
     the search compare the real start-up cost with the real backward seconds per layer. The
     column "sim" is the step the simulated clock predicts from them.
 
@@ -44,8 +44,8 @@ import torch
 import torch.nn.functional as F
 
 from commlab import data
-from commlab.bench import allreduce_seconds, calibrated_link, compute_seconds, table
-from commlab.intensity import flops_per_sample
+from commlab.measure.bench import allreduce_seconds, calibrated_link, compute_seconds, table
+from commlab.models.intensity import flops_per_sample
 from commlab.models import build_model
 from commlab.net import cost
 from commlab.net.clock import Network

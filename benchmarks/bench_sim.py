@@ -23,7 +23,7 @@ import argparse
 import time
 
 from commlab import sim
-from commlab.bench import table
+from commlab.measure.bench import table
 
 
 

@@ -8,7 +8,7 @@ it): ``spec``, ``net`` (what the wire costs), ``data``, ``models``, ``history``;
 the command line (``cli``) on top of those. The book's code, ``commlab.chapters``, sits on top and
 is never imported by the library.
 """
-from . import arch, compress, data, decentral, models, perf, schedule, sync
+from . import arch, compress, data, decentral, models, schedule, sync
 from .history import History
 from .net import LinkModel, Network, calibrate
 from .runtime import RUNTIMES, Comm, CommTimeout, RankError, launch
@@ -16,4 +16,4 @@ from .train import Trainer
 from .advisor import advise  # noqa: E402 - above the Trainer: it ranks what the Trainer runs
 
 __version__ = "0.1.0"
-__all__ = ["advise", "arch", "compress", "data", "decentral", "models", "perf", "schedule", "sync", "History", "Trainer", "LinkModel", "Network", "calibrate", "RUNTIMES", "Comm", "CommTimeout", "RankError", "launch"]
+__all__ = ["advise", "arch", "compress", "data", "decentral", "models", "schedule", "sync", "History", "Trainer", "LinkModel", "Network", "calibrate", "RUNTIMES", "Comm", "CommTimeout", "RankError", "launch"]

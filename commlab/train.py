@@ -33,7 +33,7 @@ from . import sync as sync_pkg
 from .arch import ExchangeSetup
 from .config import Config
 from .history import Diverged, History, check_health, merge_ranks
-from .intensity import count_params, flops_per_sample
+from .models.intensity import count_params, flops_per_sample
 from .models import build_model
 from .net.clock import DEFAULT_FLOPS, as_network
 from .net.link import get_link

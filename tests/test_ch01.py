@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from commlab import perf  # noqa: E402
+from commlab.net import speedup  # noqa: E402
 from commlab.chapters import ch01  # noqa: E402
 
 MODELS = {"ResNet-50": (25_600_000, 24.5e9), "BERT-Base": (110_000_000, 110e6 * 249)}
@@ -27,7 +27,7 @@ def test_speedup_figure_lines():
     assert [l.get_label() for l in lines] == ["ResNet-50", "BERT-Base", "ideal"]
     assert list(lines[0].get_xdata()) == list(ch01.WORKERS)
     assert list(lines[0].get_ydata()) == pytest.approx(
-        perf.speedup_curve(*MODELS["ResNet-50"], 256, ch01.WORKERS, "10GbE", 1e13))
+        speedup.speedup_curve(*MODELS["ResNet-50"], 256, ch01.WORKERS, "10GbE", 1e13))
     assert list(lines[-1].get_ydata()) == list(ch01.WORKERS)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert "10GbE" in ax.get_title()
@@ -49,7 +49,7 @@ def test_step_breakdown_bars():
     assert len(ax.patches) == 2 * len(ch01.WORKERS)
     compute, comm = ax.containers
     for n, bc, bm in zip(ch01.WORKERS, compute, comm):
-        st = perf.step_time(d, c, 256, n, "10GbE", 1e13)
+        st = speedup.step_time(d, c, 256, n, "10GbE", 1e13)
         assert bc.get_height() == pytest.approx(st.compute * 1e3)
         assert bm.get_height() == pytest.approx(st.comm * 1e3)
         assert bm.get_y() == pytest.approx(st.compute * 1e3)  # stacked on the compute bar

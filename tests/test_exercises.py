@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from commlab import perf
+from commlab.net import speedup
 from commlab.chapters.exercises import ch00, ch01, check_function, check_number
 from commlab.net import cost
 from commlab.net.link import get_link
@@ -63,8 +63,8 @@ def test_ring_sum_unanswered(capsys):
 
 def test_expected_values_agree_with_the_library():
     assert _allreduce_bytes() == 2 * 3 / 4 * 4e6
-    assert ch01.check_c2c_ratio(perf.c2c_ratio(248, 8, 32))
-    assert _speedup16() == pytest.approx(perf.speedup(*RESNET50, 256, 16, "10GbE", flops=1e13), rel=1e-12)
+    assert ch01.check_c2c_ratio(speedup.c2c_ratio(248, 8, 32))
+    assert _speedup16() == pytest.approx(speedup.speedup(*RESNET50, 256, 16, "10GbE", flops=1e13), rel=1e-12)
     assert ch00.simulated_pingpong(1_000_000) == pytest.approx(RIGHT[ch00.check_pingpong_time](), rel=1e-12)
 
 

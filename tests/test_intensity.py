@@ -1,9 +1,10 @@
-"""Counting parameters and FLOPs, and model intensity (commlab.intensity)."""
+"""Counting parameters and FLOPs, and model intensity (commlab.models.intensity)."""
 import pytest
 import torch
 from torch import nn
 
-from commlab import intensity, models
+from commlab import models
+from commlab.models import intensity
 
 
 def test_linear_flops_closed_form():

@@ -2,7 +2,8 @@ import pytest
 import torch
 from torch import nn
 
-from commlab import intensity, models
+from commlab import models
+from commlab.models import intensity
 
 
 def test_param_counts():

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from commlab import sim
-from commlab.intensity import count_params
+from commlab.models.intensity import count_params
 from commlab.models import bert, resnet50
 from commlab.sim.devices import Device, get_device
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .. import perf
+from ..net import speedup
 from ..net.link import PROFILES, get_link
 
 WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -18,7 +18,7 @@ def speedup_figure(models: dict, global_batch: int, link="10GbE", flops: float =
     """
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     for label, (d, c) in models.items():
-        ax.plot(workers, perf.speedup_curve(d, c, global_batch, workers, link, flops), marker="o", label=label)
+        ax.plot(workers, speedup.speedup_curve(d, c, global_batch, workers, link, flops), marker="o", label=label)
     ax.plot(workers, workers, "k:", label="ideal")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
@@ -33,7 +33,7 @@ def speedup_figure(models: dict, global_batch: int, link="10GbE", flops: float =
 def step_breakdown(d: int, c: float, global_batch: int, link="10GbE", flops: float = 1e13, workers=WORKERS, ax=None):
     """Stacked bars: compute t_s/N and communication t_m per step against workers."""
     ax = ax or plt.subplots(figsize=(6, 4))[1]
-    steps = [perf.step_time(d, c, global_batch, n, link, flops) for n in workers]
+    steps = [speedup.step_time(d, c, global_batch, n, link, flops) for n in workers]
     x = range(len(workers))
     ax.bar(x, [s.compute * 1e3 for s in steps], label="compute t_s/N")
     ax.bar(x, [s.comm * 1e3 for s in steps], bottom=[s.compute * 1e3 for s in steps], label="all-reduce t_m")

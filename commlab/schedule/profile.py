@@ -13,7 +13,7 @@ first, so layer L-1's gradient is ready first::
 :func:`model_profile` measures a torch model: it runs one forward pass with a FLOP counter and
 forward hooks, attributing the FLOPs counted between two layers' hooks to the later layer, and
 charges backward twice its layer's forward (the "training = 3 x forward" convention of
-:func:`commlab.intensity.flops_per_sample`). ``params[l]`` lists the positions, in
+:func:`commlab.models.intensity.flops_per_sample`). ``params[l]`` lists the positions, in
 ``model.parameters()`` order, of layer l's parameters, so the real executor can find the
 gradients a piece of layer l covers.
 """

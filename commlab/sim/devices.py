@@ -13,7 +13,7 @@ the meta device and charges backward twice that. Its **scale** comes from the de
   be held against what the survey measured.
 * otherwise a sustained FLOP rate: seconds = FLOPs / ``flops``. For the RTX 2080 Ti we take
   6.5 TFLOP/s, about half its 13.4 TFLOP/s FP32 peak: the rate our FLOP count (matrix products
-  only, see :func:`commlab.intensity.flops_per_sample`) gives for its calibrated runs
+  only, see :func:`commlab.models.intensity.flops_per_sample`) gives for its calibrated runs
   (ResNet-50 6.2, BERT-Base 9.0, BERT-Large 6.4 TFLOP/s).
 
 :func:`builtin` builds and caches the survey's three profiles (building a meta model takes a

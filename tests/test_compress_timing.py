@@ -7,7 +7,7 @@ import torch
 
 from commlab import compress
 from commlab.arch.aggregate import aggregate
-from commlab.compress_time import StepProfile, profile, steps_to_target, time_to_accuracy
+from commlab.compress.timing import StepProfile, profile, steps_to_target, time_to_accuracy
 from commlab.history import History
 from commlab.arch import ring
 from commlab.net import Network, cost

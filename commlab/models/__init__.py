@@ -19,7 +19,7 @@ Counting only (built on the ``meta`` device by default: shapes, no storage):
 
 One registry, :data:`MODELS`: each name's builder, how to size it for a data set (what the
 Trainer trains, :func:`build_model`), and its standard input (:func:`model_intensity`).
-Counting parameters and FLOPs is :mod:`commlab.intensity`.
+Counting parameters and FLOPs is :mod:`commlab.models.intensity`.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def build_model(name, dataset, **kw) -> nn.Module:
 
 
 def model_intensity(name: str, seq_len: int = 128) -> ModelStats:
-    """Measure :class:`~commlab.intensity.ModelStats` for a registry model on its standard input.
+    """Measure :class:`~commlab.models.intensity.ModelStats` for a registry model on its standard input.
 
     Standard inputs: ``mlp`` 64 features -> 10 classes (digits); ``cnn`` 1x8x8 (digits);
     ``resnet20`` 3x32x32 (CIFAR-10); ``transformer`` 16 tokens from a 16-symbol
@@ -262,7 +262,7 @@ def model_intensity(name: str, seq_len: int = 128) -> ModelStats:
     phase, Devlin et al. 2019), with the MLM head applied to every position as
     ``BertForPreTraining`` does. C is forward + backward in FLOPs (2 per MAC).
 
-    Why our numbers differ from :data:`~commlab.intensity.SURVEY_FIGURES` (we measure
+    Why our numbers differ from :data:`~commlab.models.intensity.SURVEY_FIGURES` (we measure
     ResNet-50 960, BERT-Base 777, BERT-Large 778 against their 470, 249, 248): we count 2
     FLOPs per multiply-accumulate over forward + backward. No single convention reproduces
     all three survey figures: MACs over forward + backward give ResNet-50 480 (close to 470)

@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from .runtime import launch
+from ..runtime import launch
 
 
 def table(title: str, header, rows, last_left: bool = False) -> None:
@@ -59,7 +59,7 @@ def launch_seconds(world_size: int, runtime: str, repeats: int = 3, start_method
 
 
 def _time_compute(comm, model, dataset, batch, steps, model_kw):
-    from .train import build_model
+    from ..models import build_model
     import torch.nn.functional as F
 
     torch.manual_seed(0)
@@ -88,7 +88,7 @@ def compute_seconds(world_size: int, model, dataset, batch_per_rank: int, steps:
 def _time_algorithms(comm, sizes, algorithms, repeats: int, warmup: int):
     """This rank's wall seconds per repeat for each (label, nbytes); the algorithms take
     turns within each repeat, so background load falls on all of them alike."""
-    from .arch import collectives
+    from ..arch import collectives
 
     out = {}
     for nbytes in sizes:
@@ -118,7 +118,7 @@ def allreduce_algorithm_seconds(world_size: int, sizes, algorithms, runtime: str
 
 def _time_gossip(comm, numel: int, topology, repeats: int, warmup: int):
     """This rank's wall seconds per gossip step of ``numel`` fp32 values, and its bytes sent per step."""
-    from .decentral.gossip import gossip_step
+    from ..decentral.gossip import gossip_step
 
     x = torch.ones(numel, dtype=torch.float32, device=comm.device)
     samples, sent = [], 0
@@ -143,7 +143,7 @@ def gossip_seconds(world_size: int, numel: int, topology, runtime: str = "gloo",
 
 
 def _calibrate(comm, repeats):
-    from .net import calibrate
+    from ..net import calibrate
 
     return calibrate(comm, repeats=repeats)
 

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import torch
 
-from . import compress
-from .compress.gtopk import GTopK
-from .compress.powersgd import PowerSGD
-from .net import cost
-from .net.link import get_link
+from .. import compress
+from ..net import cost
+from ..net.link import get_link
+from .gtopk import GTopK
+from .powersgd import PowerSGD
 
 COLLECTIVES = ("allreduce", "allgather", "tree")
 

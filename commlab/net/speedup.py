@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .net import cost
-from .net.link import get_link
+from . import cost
+from .link import get_link
 
 
 def ring_factor(workers: int) -> float:
