@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from commlab.arch.ps import PSClient, run_server
-from commlab.sync.policies import ASPPolicy, BackupPolicy, RoundRobinPolicy, SSPPolicy
+from commlab.sync.server_policies import ASPPolicy, BackupPolicy, RoundRobinPolicy, SSPPolicy
 from commlab.net import Network, Stragglers
 from commlab.runtime import launch
 from commlab.sync import get

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from commlab.arch.aggregate import aggregate
-from commlab.arch.gtopk import cost, tree
+from commlab.arch.gtopk_allreduce import cost, tree
 from commlab.compress.gtopk import GTopK, merge
 from commlab.compress.topk import count
 from commlab.net import LinkModel

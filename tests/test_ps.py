@@ -8,14 +8,14 @@ import torch
 
 from commlab.arch.architectures import AllReduce, ExchangeSetup, ParameterServer
 from commlab.arch.exchange import AllReduceExchange
-from commlab.arch.ps import Layout, PSClient, ShardServer, run_server, trainable
+from commlab.arch.ps import ServerPlacement, PSClient, ShardServer, run_server, trainable
 from commlab.arch import naive, ring
 from commlab.arch.ps_layout import ps_colocated, ps_sharded, ps_single
 from commlab.arch.ps_policy import Policy, get_policy
 from commlab.flat import flatten
 from commlab.net import LinkModel, Network, cost
 from commlab.runtime import RankError, launch
-from commlab.sync.policies import ASPPolicy, SSPPolicy
+from commlab.sync.server_policies import ASPPolicy, SSPPolicy
 
 SGD = {"lr": 0.1, "momentum": 0.9, "weight_decay": 1e-3}
 STEPS = 4
@@ -144,7 +144,7 @@ CLOCKED = ([(w, 1, False) for w in range(2, 17)] + [(w, s, False) for w in (2, 5
 
 @pytest.mark.parametrize("workers,shards,colocated", CLOCKED)
 def test_simulated_time_equals_closed_form(workers, shards, colocated):
-    world = Layout(workers, shards, colocated).world_size
+    world = ServerPlacement(workers, shards, colocated).world_size
     out = launch(_push_pull, world, net=Network(L), args=(workers, shards, colocated, 3))
     one = _closed_form(workers, shards, colocated)
     times = [max(t[k] for t, _ in out[:workers]) for k in range(3)]
@@ -235,7 +235,7 @@ def test_arrival_order_policies_need_one_shard():
 
 
 def test_shard_server_answers_only_after_applying():
-    layout = Layout(3, 1)
+    layout = ServerPlacement(3, 1)
     srv = ShardServer(0, layout, torch.zeros(4), lr=1.0)
     assert srv.policy.next_worker(srv) == 0
     assert srv.take(0, torch.ones(4)) == []
@@ -294,13 +294,13 @@ def test_protocol_and_argument_errors():
 
 def test_argument_errors():
     with pytest.raises(ValueError, match="shards=3 > workers=2"):
-        Layout(2, 3, colocated=True)
+        ServerPlacement(2, 3, colocated=True)
     with pytest.raises(ValueError, match="integer >= 1"):
         ParameterServer(shards=0)
     with pytest.raises(ValueError, match="colocated must be True or False"):
         ParameterServer(2, colocated="yes")
     with pytest.raises(ValueError, match="at least one element per shard"):
-        Layout(2, 4).pieces(torch.zeros(3))
+        ServerPlacement(2, 4).pieces(torch.zeros(3))
     with pytest.raises(ValueError, match="unknown parameter-server policy 'bogus'; valid: 'bsp' or a Policy instance"):
         get_policy("bogus")
 
@@ -317,4 +317,4 @@ def test_architecture_object():
     assert ps.world_size(4) == 6 and [ps.serves(r, 4) for r in range(6)] == [False] * 4 + [True] * 2
     co = ParameterServer(shards=2, colocated=True)
     assert co.world_size(4) == 4 and not any(co.serves(r, 4) for r in range(4))
-    assert Layout(4, 2).describe() == "4 workers on ranks 0..3, 2 server(s) on ranks 4..5"
+    assert ServerPlacement(4, 2).describe() == "4 workers on ranks 0..3, 2 server(s) on ranks 4..5"

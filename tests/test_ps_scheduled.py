@@ -6,17 +6,17 @@ import pytest
 import torch
 
 from commlab.arch.ps import PSClient, run_server
-from commlab.arch.ps_layout import Layout
+from commlab.arch.ps_layout import ServerPlacement
 from commlab.arch.ps_scheduled import ScheduledPSClient, parts, run_scheduled_server, shard_bounds
 from commlab.runtime import RankError, launch
 
 
 def test_shard_bounds_are_tensor_split():
     for total, shards in ((10, 3), (7, 7), (100, 1), (1001, 4)):
-        bounds = shard_bounds(Layout(2, shards), total)
+        bounds = shard_bounds(ServerPlacement(2, shards), total)
         pieces = torch.arange(total).tensor_split(shards)
         assert bounds == [(int(p[0]), int(p[-1]) + 1) for p in pieces]
-    assert shard_bounds(Layout(2, 3), 10) == [(0, 4), (4, 7), (7, 10)]
+    assert shard_bounds(ServerPlacement(2, 3), 10) == [(0, 4), (4, 7), (7, 10)]
 
 
 def test_parts_by_hand():
@@ -40,7 +40,7 @@ def test_parts_cover_every_element_once():
     rng = random.Random(0)
     for _ in range(50):
         total, shards = rng.randint(5, 300), rng.randint(1, 5)
-        bounds = shard_bounds(Layout(2, shards), total)
+        bounds = shard_bounds(ServerPlacement(2, shards), total)
         messages = _random_messages(rng, total, rng.randint(1, 6))
         seen = torch.zeros(total, dtype=torch.long)
         for ranges, per in zip(messages, parts(messages, bounds)):
@@ -65,7 +65,7 @@ def _grad(rank, step):
 
 def _run(comm, shards, messages):
     init = torch.linspace(-1, 1, TOTAL)
-    layout = Layout(W, shards)
+    layout = ServerPlacement(W, shards)
     if comm.rank >= W:
         if messages is None:
             return run_server(comm, init.clone(), W, shards, **HP)

@@ -28,7 +28,7 @@ def test_unknown_and_bad_arguments():
 
 def test_every_rule_is_a_synchronizer_and_says_whether_it_needs_a_server():
     from commlab.arch.ps_policy import BSPPolicy
-    from commlab.sync import policies
+    from commlab.sync import server_policies as policies
     from commlab.sync.base import Synchronizer
 
     for name in SYNCS.names():

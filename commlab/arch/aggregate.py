@@ -18,7 +18,7 @@ every rank calls with its tensor; all ranks get the same result, the aggregate o
 
 Compressors with a protocol of their own name it in ``protocol`` and receive the collectives
 it needs as arguments (:data:`PROTOCOLS`): PowerSGD two all-reduces of its factors, gTop-k
-the sparse tree of :mod:`commlab.arch.gtopk`, TernGrad an all-reduce(max) of its scaler and
+the sparse tree of :mod:`commlab.arch.gtopk_allreduce`, TernGrad an all-reduce(max) of its scaler and
 an all-gather of its payloads. ``compressor=None`` is the uncompressed baseline: an
 all-reduce of t, divided by N.
 
@@ -31,7 +31,7 @@ import torch
 
 from ..compress.base import Compressor, Payload
 from .collectives import allreduce
-from .gtopk import gtopk_allreduce
+from .gtopk_allreduce import gtopk_allreduce
 from .ring import all_gather_pieces, replay_all_gather_pieces
 
 

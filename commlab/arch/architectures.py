@@ -24,7 +24,7 @@ from .exchange import AllReduceExchange, ScheduledServerExchange, ServerExchange
 from .ps import PSClient, run_server, trainable
 from .ps_scheduled import ScheduledPSClient, run_scheduled_server
 from .ps_codec import PSCodec
-from .ps_layout import Layout, check_count, ps_colocated, ps_sharded
+from .ps_layout import ServerPlacement, check_count, ps_colocated, ps_sharded
 from .ps_policy import check_shards, get_policy
 
 
@@ -112,9 +112,9 @@ class ParameterServer(Architecture):
         self.decodes = "none" if colocated else "each"
         self.schedulable = not colocated
 
-    def layout(self, workers: int) -> Layout:
+    def layout(self, workers: int) -> ServerPlacement:
         """Where ``workers`` workers and this architecture's shards sit on the ranks."""
-        return Layout(workers, self.shards, self.colocated)
+        return ServerPlacement(workers, self.shards, self.colocated)
 
     def check_policy(self, policy) -> None:
         """The synchronizer's server policy runs on these shards (:func:`~commlab.arch.ps_policy.check_shards`)."""

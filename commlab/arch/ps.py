@@ -52,7 +52,7 @@ import torch
 
 from ..flat import flatten, grads, unflatten_into
 from .ps_codec import PSCodec
-from .ps_layout import Layout
+from .ps_layout import ServerPlacement
 from .ps_policy import check_shards, get_policy
 
 PUSH_TAG = 21  # worker -> server: a gradient piece, or an empty goodbye
@@ -64,7 +64,7 @@ class ShardServer:
     """The state of one shard: its parameters and optimizer, each worker's clock, and the
     pushes and pulls in flight. Transport-free: the loops below feed it messages."""
 
-    def __init__(self, shard: int, layout: Layout, params: torch.Tensor, lr: float, momentum: float = 0.0,
+    def __init__(self, shard: int, layout: ServerPlacement, params: torch.Tensor, lr: float, momentum: float = 0.0,
                  weight_decay: float = 0.0, policy="bsp", codec: PSCodec | None = None):
         self.shard, self.shards, self.workers = shard, layout.shards, layout.workers
         self.param = layout.pieces(params.detach())[shard].clone()
@@ -146,7 +146,7 @@ def run_server(comm, params: torch.Tensor, workers: int, shards: int = 1, *, lr:
     Returns {"role", "shard", "updates", "clocks", "applied", "dropped", "params", "stats", "sim"}:
     its log of applied (worker, step, staleness) and dropped (worker, step) pushes, its final
     piece, its traffic (``comm.stats``) and simulated time."""
-    layout = Layout(workers, shards)
+    layout = ServerPlacement(workers, shards)
     layout.check_world(comm)
     shard = layout.shard_of(comm.rank)
     if shard is None:
@@ -173,7 +173,7 @@ class PSClient:
     def __init__(self, comm, params: torch.Tensor, workers: int, shards: int = 1, colocated: bool = False, *,
                  lr: float, momentum: float = 0.0, weight_decay: float = 0.0, policy="bsp",
                  codec: PSCodec | None = None):
-        self.comm, self.layout = comm, Layout(workers, shards, colocated)
+        self.comm, self.layout = comm, ServerPlacement(workers, shards, colocated)
         self.codec = codec or PSCodec()
         if colocated and (self.codec.push is not None or self.codec.reply is not None):
             raise ValueError("compression over co-located servers is not supported; use colocated=False")

@@ -32,7 +32,7 @@ def check_count(what: str, v) -> None:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ServerPlacement:
     """W workers and S servers on ranks: servers as extra ranks W..W+S-1, or co-located on 0..S-1."""
 
     workers: int

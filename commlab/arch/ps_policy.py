@@ -12,7 +12,7 @@ An asynchronous policy names no worker in ``next_worker``, so the server takes w
 arrives first (``comm.recv_first``: first in simulated time on the threads runtime) and
 decides from the per-worker clocks c_w (pushes taken from w). The asynchronous policies (ASP,
 SSP, backup workers, round-robin) are synchronization rules and live beside their
-synchronizers in :mod:`commlab.sync.policies`; this module keeps the protocol and BSP.
+synchronizers in :mod:`commlab.sync.server_policies`; this module keeps the protocol and BSP.
 
 The staleness of an applied gradient is the number of updates the server made between the
 worker's pull and the gradient's application (0 under BSP).
@@ -87,10 +87,10 @@ def check_shards(policy: Policy, shards: int) -> None:
 
 def get_policy(policy) -> Policy:
     """A Policy instance as it is, or "bsp"; the asynchronous ones come from their
-    synchronizers (:mod:`commlab.sync.policies`)."""
+    synchronizers (:mod:`commlab.sync.server_policies`)."""
     if isinstance(policy, Policy):
         return policy
     if policy != "bsp":
         raise ValueError(f"unknown parameter-server policy {policy!r}; valid: 'bsp' or a Policy instance "
-                         "(ASP, SSP, backup and round-robin: commlab.sync.policies)")
+                         "(ASP, SSP, backup and round-robin: commlab.sync.server_policies)")
     return BSPPolicy()

@@ -24,10 +24,10 @@ import torch
 
 from .ps import PULL_TAG, PUSH_TAG
 from .ps_codec import PSCodec
-from .ps_layout import Layout
+from .ps_layout import ServerPlacement
 
 
-def shard_bounds(layout: Layout, total: int) -> list[tuple[int, int]]:
+def shard_bounds(layout: ServerPlacement, total: int) -> list[tuple[int, int]]:
     """[lo, hi) of each shard in the flat vector (the pieces ``torch.tensor_split`` makes)."""
     sizes = [p.numel() for p in layout.pieces(torch.empty(total, device="meta"))]
     out, lo = [], 0
@@ -57,7 +57,7 @@ def _gather(flat: torch.Tensor, ranges) -> torch.Tensor:
 def run_scheduled_server(comm, params: torch.Tensor, workers: int, shards: int, messages, *, lr: float,
                          momentum: float = 0.0, weight_decay: float = 0.0) -> dict:
     """The loop of server rank ``comm.rank`` (extra-rank layout) until every worker has left."""
-    layout = Layout(workers, shards)
+    layout = ServerPlacement(workers, shards)
     layout.check_world(comm)
     shard = layout.shard_of(comm.rank)
     if shard is None:
@@ -102,7 +102,7 @@ class ScheduledPSClient:
     message's ranges, in order), ``close()`` to leave."""
 
     def __init__(self, comm, workers: int, shards: int, messages, total: int):
-        self.comm, self.layout = comm, Layout(workers, shards)
+        self.comm, self.layout = comm, ServerPlacement(workers, shards)
         self.layout.check_world(comm)
         bounds = shard_bounds(self.layout, total)
         self.parts = parts(messages, bounds)

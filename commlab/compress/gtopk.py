@@ -26,8 +26,8 @@ k entries once the vector has at least k), along the critical path:
     T = 2 ceil(log2 N) (alpha + m beta),
 
 against (N-1)(alpha + m beta) for all-gathering the top-k's and 2 (N-1) alpha +
-2 (N-1)/N 4 d beta for a dense ring all-reduce (:func:`commlab.arch.gtopk.cost`). The tree runs
-over Comm in :mod:`commlab.arch.gtopk`: one uint8 message (the payload's ``to_bytes``) per
+2 (N-1)/N 4 d beta for a dense ring all-reduce (:func:`commlab.arch.gtopk_allreduce.cost`). The tree runs
+over Comm in :mod:`commlab.arch.gtopk_allreduce`: one uint8 message (the payload's ``to_bytes``) per
 tree edge and direction; this module is the compressor's pure part (selection, merge, residual).
 """
 from __future__ import annotations
@@ -52,14 +52,14 @@ def merge(idx_a, val_a, idx_b, val_b, k: int):
 class GTopK(TopK):
     """``GTopK(ratio)``: global top-k with a residual per key (:meth:`aggregate`).
 
-    The algorithm is a tree of merges (:mod:`commlab.arch.gtopk`), with its residual built in
+    The algorithm is a tree of merges (:mod:`commlab.arch.gtopk_allreduce`), with its residual built in
     (so no ``+ef``).
     ``compress``/``decompress`` alone are top-k's: a worker's local selection without
     residual (what one tree leaf sends)."""
 
     name = "gtopk"
     no_error_feedback = "has its error feedback built in (it keeps its own residual)"
-    protocol = "gtopk"  # aggregated by the sparse tree of commlab.arch.gtopk
+    protocol = "gtopk"  # aggregated by the sparse tree of commlab.arch.gtopk_allreduce
 
     def __init__(self, ratio: float = 0.01, seed: int = 0):
         super().__init__(ratio, seed)
@@ -68,7 +68,7 @@ class GTopK(TopK):
     def aggregate(self, t: torch.Tensor, key, sparse_allreduce, world_size: int) -> torch.Tensor:
         """The global top-k of all ranks' residual-corrected tensors, divided by N = ``world_size``.
         Every rank calls this with its tensor and the collective ``sparse_allreduce(idx, val,
-        k, shape, dtype) -> (idx, val)`` (the tree of :func:`commlab.arch.gtopk.gtopk_allreduce`);
+        k, shape, dtype) -> (idx, val)`` (the tree of :func:`commlab.arch.gtopk_allreduce.gtopk_allreduce`);
         all get the same tensor."""
         flat = self.check(t).detach().reshape(-1)
         e = self.residuals.get(key)

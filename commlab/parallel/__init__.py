@@ -16,11 +16,11 @@ from ..arch import ARCHITECTURES
 from .configs import MODELS, ModelConfig
 from .experts import ExpertParallelMoE, MoE, all_to_all
 from .layout import Layout
-from .planner import PUBLISHED, Plan, candidates, plan
+from .planner import PUBLISHED, LayoutEstimate, candidates, plan
 from .training import join, layout_for, train_rank
 from .zero import Zero, ZeroExchange, zero_bytes, zero_memory
 
 ARCHITECTURES.register(Zero.name, Zero)
 
-__all__ = ["ExpertParallelMoE", "Layout", "MODELS", "MoE", "ModelConfig", "PUBLISHED", "Plan", "Zero", "ZeroExchange",
+__all__ = ["ExpertParallelMoE", "Layout", "MODELS", "MoE", "ModelConfig", "PUBLISHED", "LayoutEstimate", "Zero", "ZeroExchange",
            "all_to_all", "candidates", "join", "layout_for", "plan", "train_rank", "zero_bytes", "zero_memory"]

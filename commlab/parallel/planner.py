@@ -1,6 +1,6 @@
 """A planner for real sizes: memory, bytes and step time of a dp x tp x pp (+ZeRO) layout.
 
-``plan("gpt3-175b", gpus=1024, tp=8, pp=16, dp=8, batch=1536)`` returns a :class:`Plan`; every
+``plan("gpt3-175b", gpus=1024, tp=8, pp=16, dp=8, batch=1536)`` returns a :class:`LayoutEstimate`; every
 number follows from a formula below, on a :class:`commlab.sim.Cluster` (default: DGX A100 nodes,
 8 GPUs on NVSwitch, one 200 Gb/s HDR InfiniBand adapter per GPU; :mod:`commlab.net.measured`) and a
 :class:`commlab.sim.Device` (default ``a100``, 312 TFLOP/s bf16). Ranks follow Megatron-LM's order
@@ -54,7 +54,7 @@ def dgx_a100(nodes: int) -> Cluster:
 
 
 @dataclass
-class Plan:
+class LayoutEstimate:
     """One layout's numbers: memory per GPU and whether it fits, bytes per GPU per step, seconds by part,
     and the FLOP rate reached (see the module doc for each formula)."""
     model: str
@@ -117,8 +117,8 @@ def activations(cfg, tp: int, pp: int, m: int, micro_batch: int, recompute: str,
 def plan(model, gpus: int, tp: int = 1, pp: int = 1, dp: int | None = None, zero: int = 0, batch: int | None = None,
          micro_batch: int = 1, micro_batches: int | None = None, seq: int | None = None, cluster: Cluster | None = None,
          device="a100", memory_gb: float = 80.0, recompute: str = "full", sequence_parallel: bool = False,
-         efficiency: float = EFFICIENCY) -> Plan:
-    """The :class:`Plan` of one layout (see the module doc). ``batch`` (sequences per step)
+         efficiency: float = EFFICIENCY) -> LayoutEstimate:
+    """The :class:`LayoutEstimate` of one layout (see the module doc). ``batch`` (sequences per step)
     defaults to one per GPU; give the micro-batch size ``micro_batch`` or the number of
     micro-batches per replica ``micro_batches``; ``seq`` overrides the model's sequence length."""
     cfg = get_model(model)
@@ -172,7 +172,7 @@ def plan(model, gpus: int, tp: int = 1, pp: int = 1, dp: int | None = None, zero
             "dp": dp_factor * ring.cost(grad, dp, inter if dp * tp > g else intra) if dp > 1 else 0.0}
     time["total"] = sum(time.values())
     achieved = flops / time["total"] / gpus
-    return Plan(cfg.name, gpus, tp, pp, dp, zero, batch, micro_batch, m, memory,
+    return LayoutEstimate(cfg.name, gpus, tp, pp, dp, zero, batch, micro_batch, m, memory,
                 memory["total"] <= memory_gb * 1e9, {"tp": tp_bytes, "pp": pp_bytes, "dp": dp_bytes, **by_link},
                 time, achieved, achieved / peak, achieved * gpus)
 
@@ -219,10 +219,10 @@ PUBLISHED = {
 }
 
 
-def published_plan(name: str, **kw) -> Plan:
-    """The planner's Plan for a published Megatron run of :data:`PUBLISHED`, with its layout."""
+def published_plan(name: str, **kw) -> LayoutEstimate:
+    """The planner's LayoutEstimate for a published Megatron run of :data:`PUBLISHED`, with its layout."""
     row = PUBLISHED[name]
     return plan(row["model"], row["gpus"], row["tp"], row["pp"], row["dp"], batch=row["batch"], **kw)
 
 
-__all__ = ["Plan", "plan", "candidates", "activations", "dgx_a100", "published_plan", "PUBLISHED", "EFFICIENCY"]
+__all__ = ["LayoutEstimate", "plan", "candidates", "activations", "dgx_a100", "published_plan", "PUBLISHED", "EFFICIENCY"]

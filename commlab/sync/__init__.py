@@ -3,7 +3,7 @@
 Every synchronizer is a :class:`~commlab.sync.base.Synchronizer`: ``round(worker)`` is one
 step of the History (see :class:`commlab.worker.Worker`); it agrees with the other workers
 through the exchange its architecture built; those that run over a parameter server give it
-a policy (``server_policy()``; the asynchronous ones are in :mod:`commlab.sync.policies`).
+a policy (``server_policy()``; the asynchronous ones are in :mod:`commlab.sync.server_policies`).
 
 * bsp: average the gradients every step (all-reduce or parameter server).
 * asp, ssp(staleness), backup(backups), round_robin: parameter-server policies.

@@ -1,7 +1,7 @@
 """Synchronization over a parameter server: ASP, SSP, backup workers, round-robin.
 
 Each is BSP's worker loop (push the gradient, pull the parameters) with another server
-policy (:mod:`commlab.sync.policies`), so the worker code is the same and the server decides:
+policy (:mod:`commlab.sync.server_policies`), so the worker code is the same and the server decides:
 
 * ``asp``: x <- x - eta g_w for every push as it arrives (Dean et al., NeurIPS 2012; Recht et
   al.'s lock-free variant is :mod:`commlab.sync.hogwild`).
@@ -26,7 +26,7 @@ the last worker's clock, includes that tail, ``worker_time`` shows each worker's
 from __future__ import annotations
 
 from .bsp import BSP
-from .policies import ASPPolicy, BackupPolicy, RoundRobinPolicy, SSPPolicy
+from .server_policies import ASPPolicy, BackupPolicy, RoundRobinPolicy, SSPPolicy
 
 
 class _OverServer(BSP):
@@ -57,7 +57,7 @@ class SSP(_OverServer):
         self.staleness = SSPPolicy(staleness).staleness  # validates
 
     def server_policy(self):
-        """An :class:`~commlab.sync.policies.SSPPolicy` with this staleness bound."""
+        """An :class:`~commlab.sync.server_policies.SSPPolicy` with this staleness bound."""
         return SSPPolicy(self.staleness)
 
     def __repr__(self) -> str:
@@ -78,7 +78,7 @@ class Backup(_OverServer):
                              f"{config.workers} workers; use 0 <= backups < {config.workers}")
 
     def server_policy(self):
-        """A :class:`~commlab.sync.policies.BackupPolicy` with this many backups."""
+        """A :class:`~commlab.sync.server_policies.BackupPolicy` with this many backups."""
         return BackupPolicy(self.backups)
 
     def __repr__(self) -> str:
