@@ -36,6 +36,7 @@ from . import decentral  # noqa: F401  (registers the decentralized rules and ar
 from . import parallel  # noqa: F401  (registers arch="zero(...)")
 from . import schedule as schedule_pkg
 from . import sync as sync_pkg
+from .arch.aggregate import PROTOCOLS
 from .config import Config
 
 NEEDS = {"step": "averages each step's gradients", "average": "averages models",
@@ -63,6 +64,9 @@ def _compressors(fits) -> str:
 def _decoding_conflict(decoder: str, c, policy=None) -> str | None:
     """Why compressor ``c`` cannot be decoded by a ``decoder`` receiver, or None."""
     c = c.base
+    if c.protocol is not None and c.protocol not in PROTOCOLS:
+        return (f"names the aggregation protocol {c.protocol!r}, which no one registered; valid protocols: "
+                f"{', '.join(PROTOCOLS)} (commlab.arch.aggregate.register_protocol)")
     if decoder == "none":
         return "carries no compression (use None)"
     if decoder in ("each", "weighted") and c.protocol is not None:

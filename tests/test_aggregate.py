@@ -7,7 +7,7 @@ import torch
 from commlab.compress import get
 from commlab.arch.aggregate import aggregate, aggregate_all, gather_payloads
 from commlab.compress.base import Compressor, Payload
-from commlab.runtime import launch
+from commlab.runtime import RankError, launch
 
 
 class Signs(Compressor):
@@ -153,3 +153,39 @@ def test_ranks_that_share_memory_decode_each_payload_once():
     want = sum(_x(r) for r in range(4)) / 4
     assert all(torch.allclose(o, want) for o in out)
     assert all(o.data_ptr() != out[0].data_ptr() for o in out[1:])  # each rank's result is its own
+
+
+class MaxNorm(Compressor):
+    """Test compressor with a protocol of its own: every rank scales by the largest norm (agreed by an
+    all-reduce max), which no plain aggregation does."""
+    name, aggregation, protocol = "max_norm", "sum", "test_max_norm"
+
+
+def _max_norm_protocol(comm, compressor, tensors, keys, algorithm, kw):
+    out = []
+    for t in tensors:
+        norm = comm.all_reduce(t.norm().reshape(1), "max")
+        out.append(comm.all_reduce(t / norm, "sum") / comm.world_size)
+    return out
+
+
+def _max_norm_rank(comm):
+    return aggregate(comm, MaxNorm(), _x(comm.rank))
+
+
+def test_a_protocol_registered_in_one_line_is_what_the_compressor_aggregates_by():
+    from commlab.arch import aggregate as agg
+
+    with pytest.raises(RankError, match="'test_max_norm', which no one registered; valid: powersgd, gtopk"):
+        launch(_max_norm_rank, 3)
+    agg.register_protocol("test_max_norm", _max_norm_protocol)
+    try:
+        out = launch(_max_norm_rank, 3)
+        xs = [_x(r) for r in range(3)]
+        want = sum(xs) / max(float(x.norm()) for x in xs) / 3
+        for got in out:
+            torch.testing.assert_close(got, want)
+        with pytest.raises(ValueError, match="must be a new, non-empty string"):
+            agg.register_protocol("test_max_norm", _max_norm_protocol)
+    finally:
+        del agg.PROTOCOLS["test_max_norm"]

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from commlab import Trainer, compress, rules, sync
+from commlab.arch import aggregate
 from commlab.arch.base import Architecture
 from commlab.compress.base import Compressor
 from commlab.config import Config
@@ -44,9 +45,13 @@ class Toy(Compressor):
 
 
 def test_a_toy_compressor_with_a_protocol_of_its_own_runs_only_where_payloads_meet():
-    for receiver, runs in (("together", True), ("each", False), ("weighted", False), ("none", False)):
-        assert (rules._decoding_conflict(receiver, Toy()) is None) == runs, receiver
-    assert "own all-reduce protocol (toy_protocol)" in rules._decoding_conflict("each", Toy())
+    aggregate.register_protocol("toy_protocol", lambda comm, c, tensors, keys, algorithm, kw: tensors)
+    try:
+        for receiver, runs in (("together", True), ("each", False), ("weighted", False), ("none", False)):
+            assert (rules._decoding_conflict(receiver, Toy()) is None) == runs, receiver
+        assert "own all-reduce protocol (toy_protocol)" in rules._decoding_conflict("each", Toy())
+    finally:
+        del aggregate.PROTOCOLS["toy_protocol"]
 
 
 @pytest.mark.parametrize("name", compress.COMPRESSORS.names())
@@ -112,3 +117,12 @@ def test_no_option_is_checked_by_its_name_outside_the_rulebook():
             if any(re.search(p, line) for p in NAME_TESTS):
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert offenders == []
+
+
+class Unregistered(Compressor):
+    name, aggregation, protocol = "unregistered", "sum", "nobody_registered_this"
+
+
+def test_a_protocol_no_one_registered_is_refused_before_any_rank_starts():
+    k = rules.Combination(Config(compress="qsgd"), sync.get("bsp"), rules.arch_pkg.get("ring"), Unregistered())
+    assert "'nobody_registered_this', which no one registered; valid protocols: powersgd" in rules.conflict(k)

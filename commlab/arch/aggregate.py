@@ -69,12 +69,33 @@ def _shared_scale(comm, compressor, tensors, keys, algorithm, kw):
             for t, k in zip(tensors, keys)]
 
 
-PROTOCOLS = {"powersgd": _powersgd, "gtopk": _gtopk, "shared_scale": _shared_scale}
+PROTOCOLS = {}
+
+
+def register_protocol(name: str, run) -> None:
+    """Make ``run(comm, compressor, tensors, keys, algorithm, kw) -> list of aggregates`` the protocol
+    that a compressor with ``protocol = name`` aggregates by: the one line a new one needs."""
+    if not isinstance(name, str) or not name or name in PROTOCOLS:
+        raise ValueError(f"register_protocol: name={name!r} must be a new, non-empty string; taken: "
+                         f"{', '.join(PROTOCOLS)}")
+    PROTOCOLS[name] = run
+
+
+register_protocol("powersgd", _powersgd)
+register_protocol("gtopk", _gtopk)
+register_protocol("shared_scale", _shared_scale)
 
 
 def own_protocol(compressor) -> bool:
     """Does the compressor aggregate with a protocol of its own (PowerSGD, gTop-k, TernGrad)?"""
-    return getattr(compressor, "protocol", None) is not None
+    return compressor is not None and compressor.protocol is not None
+
+
+def _protocol(compressor):
+    if compressor.protocol not in PROTOCOLS:
+        raise ValueError(f"{compressor.name} names the aggregation protocol {compressor.protocol!r}, which no one "
+                         f"registered; valid: {', '.join(PROTOCOLS)} (commlab.arch.aggregate.register_protocol)")
+    return PROTOCOLS[compressor.protocol]
 
 
 def aggregate(comm, compressor, t: torch.Tensor, key=None, algorithm: str = "native", **kw) -> torch.Tensor:
@@ -85,7 +106,7 @@ def aggregate(comm, compressor, t: torch.Tensor, key=None, algorithm: str = "nat
     if not isinstance(compressor, Compressor):
         raise TypeError(f"expected a Compressor or None, got {type(compressor).__name__}")
     if own_protocol(compressor):
-        return PROTOCOLS[compressor.protocol](comm, compressor, [t], [key], algorithm, kw)[0]
+        return _protocol(compressor)(comm, compressor, [t], [key], algorithm, kw)[0]
     if compressor.aggregation == "sum":
         s = compressor.summable(t, key)
         return compressor.from_summed(allreduce(comm, s, algorithm, "sum", **kw), t, comm.world_size)
@@ -100,5 +121,5 @@ def aggregate_all(comm, compressor, tensors, keys=None, algorithm: str = "native
     if len(keys) != len(tensors):
         raise ValueError(f"{len(tensors)} tensors but {len(keys)} keys")
     if own_protocol(compressor):
-        return PROTOCOLS[compressor.protocol](comm, compressor, tensors, keys, algorithm, kw)
+        return _protocol(compressor)(comm, compressor, tensors, keys, algorithm, kw)
     return [aggregate(comm, compressor, t, k, algorithm, **kw) for t, k in zip(tensors, keys)]
