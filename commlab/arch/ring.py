@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import checks
 from ..net.cost import check_ranks
 from ..net.link import get_link
 from .chunks import absorb, incoming, members, split, wait_all, workspace
@@ -35,7 +36,7 @@ from .chunks import absorb, incoming, members, split, wait_all, workspace
 
 def check_segments(s: int) -> None:
     """ValueError unless ``s`` (pipeline segments per chunk) is an integer >= 1."""
-    if not isinstance(s, int) or s < 1:
+    if not checks.is_int(s) or s < 1:
         raise ValueError(f"segments must be an integer >= 1, got {s!r}")
 
 
@@ -74,7 +75,7 @@ def _landing(comm, segs, order, op, depth=2):
 
 
 def _segmented(x, p, segments):
-    if not isinstance(segments, int) or segments < 1:
+    if not checks.is_int(segments) or segments < 1:
         raise ValueError(f"segments must be an integer >= 1, got {segments!r}")
     return [split(chunk, segments) for chunk in split(x, p)]
 

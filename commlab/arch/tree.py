@@ -47,6 +47,7 @@ import functools
 
 import torch
 
+from .. import checks
 from ..net.clock import Network, replay
 from ..net.cost import check_ranks
 from ..net.link import LinkModel, get_link
@@ -133,7 +134,7 @@ def _landing(comm, segs, ops, stream):
 
 
 def _allreduce(comm, x, op, ranks, segments, tag, double):
-    if not isinstance(segments, int) or segments < 1:
+    if not checks.is_int(segments) or segments < 1:
         raise ValueError(f"segments must be an integer >= 1, got {segments!r}")
     ranks, i = members(comm, ranks)
     p = len(ranks)

@@ -23,6 +23,8 @@ import math
 import numpy as np
 import torch
 
+from .. import checks
+
 
 def bits_for(levels: int) -> int:
     """Bits of a fixed-width code for the integers 0..levels: ceil(log2(levels + 1))."""
@@ -105,7 +107,7 @@ def _steps(k: int) -> list:
 
 def pack_bits(values: torch.Tensor, k: int) -> torch.Tensor:
     """Pack non-negative integers < 2^k (k in 1..56) into ceil(n k / 8) uint8 bytes."""
-    if not isinstance(k, int) or not 1 <= k <= 56:
+    if not checks.is_int(k) or not 1 <= k <= 56:
         raise ValueError(f"pack_bits: k={k!r} is out of range; valid: an integer in 1..56")
     n = values.numel()
     if k < 8 and _fused(values.device):

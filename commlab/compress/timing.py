@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import compress
+from .. import checks, compress
 from ..net import cost
 from ..net.link import get_link
 from .gtopk import GTopK
@@ -101,7 +101,7 @@ def profile(spec, x: torch.Tensor, workers: int, repeats: int = 2, measure: bool
     thread, which other programs on a busy machine do not inflate, and it does not depend on
     the number of cores; otherwise wall-clock time (None keeps torch's setting).
     ``measure=False`` gives seconds = 0 (bytes only)."""
-    if not isinstance(workers, int) or workers < 1:
+    if not checks.is_int(workers) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     d, size = x.numel(), x.element_size()
     c = compress.get(spec)

@@ -193,7 +193,7 @@ def torus(n: int, rows: int | None = None) -> Topology:
 
 def random_regular(n: int, d: int = 3, seed: int = 0) -> Topology:
     """A random connected d-regular graph (Steger and Wormald's pairing), drawn from ``seed``."""
-    if not isinstance(d, int) or not 1 <= d < n or n * d % 2:
+    if not checks.is_int(d) or not 1 <= d < n or n * d % 2:
         raise ValueError(f"a d-regular graph on n nodes needs 1 <= d < n and n*d even; got n={n}, d={d}; "
                          f"valid d for n={n}: {', '.join(str(k) for k in range(1, n) if n * k % 2 == 0) or 'none'}")
     if d == 1 and n > 2:

@@ -43,9 +43,9 @@ def _check(world, steps, every, fail_rank, fail_step, batch):
     if not checks.is_int(every) or every <= 0:
         raise ValueError(f"elastic run: checkpoint interval every={every!r} must be an integer number of steps > 0")
     if fail_rank is not None:
-        if world < 2 or not (isinstance(fail_rank, int) and 0 <= fail_rank < world):
+        if world < 2 or not (checks.is_int(fail_rank) and 0 <= fail_rank < world):
             raise ValueError(f"elastic run: fail_rank={fail_rank!r}; valid: 0..{world - 1} (and world >= 2)")
-        if not (isinstance(fail_step, int) and 0 <= fail_step < steps):
+        if not (checks.is_int(fail_step) and 0 <= fail_step < steps):
             raise ValueError(f"elastic run: fail_step={fail_step!r}; valid: 0..{steps - 1}")
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict, deque
 
+from .. import checks
 from . import cost
 from .link import LinkModel, get_link
 
@@ -51,7 +52,7 @@ class Network:
         if (ranks_per_node is None) != (intra_link is None):
             raise ValueError("give both ranks_per_node= and intra_link= (a node's ranks and the link between "
                              f"them), or neither; got ranks_per_node={ranks_per_node!r}, intra_link={intra_link!r}")
-        if ranks_per_node is not None and (not isinstance(ranks_per_node, int) or ranks_per_node < 1):
+        if ranks_per_node is not None and (not checks.is_int(ranks_per_node) or ranks_per_node < 1):
             raise ValueError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
         self.ranks_per_node = ranks_per_node
         self.intra_link = None if intra_link is None else get_link(intra_link)

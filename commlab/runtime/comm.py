@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import checks
 from .stats import CommStats, nbytes
 
 REDUCE_OPS = ("sum", "avg", "max", "min", "prod")
@@ -88,7 +89,7 @@ class Comm:
 
     # ----- point to point -------------------------------------------------------------
     def _check_peer(self, peer: int, what: str) -> None:
-        if not isinstance(peer, int) or not 0 <= peer < self.world_size:
+        if not checks.is_int(peer) or not 0 <= peer < self.world_size:
             raise ValueError(f"{what}={peer!r} is not a rank; valid ranks: 0..{self.world_size - 1}")
         if peer == self.rank:
             raise ValueError(f"rank {self.rank} cannot {what.replace('dst', 'send').replace('src', 'receive')} "
@@ -197,7 +198,7 @@ class Comm:
         """Copy ``src``'s tensor into ``tensor`` on every rank (in place).
 
         Charged as a binomial tree: ceil(log2 N) rounds; a rank sends one copy per child."""
-        if not isinstance(src, int) or not 0 <= src < self.world_size:
+        if not checks.is_int(src) or not 0 <= src < self.world_size:
             raise ValueError(f"src={src!r} is not a rank; valid ranks: 0..{self.world_size - 1}")
         n = nbytes(tensor)
         kids = len(binomial_children((self.rank - src) % self.world_size, self.world_size))

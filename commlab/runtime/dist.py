@@ -40,6 +40,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from .. import checks
 from .comm import Comm, Work, check_into
 from .errors import CommTimeout
 
@@ -96,7 +97,7 @@ class DistComm(Comm):
             return {"group": self._headers}
         if not self._tags:
             return {}
-        if not isinstance(tag, int) or not 0 <= tag < TAGS:
+        if not checks.is_int(tag) or not 0 <= tag < TAGS:
             raise ValueError(f"tag must be an integer in 0..{TAGS - 1} on {self.backend}, got {tag!r}")
         return {"tag": 2 * tag}
 

@@ -29,6 +29,7 @@ from datetime import timedelta
 
 import torch
 
+from .. import checks
 from ..net.clock import as_network
 from .errors import RankError
 from .threads import caller_core, run_threads
@@ -43,7 +44,7 @@ def _check(fn, world_size, runtime, timeout):
         raise ValueError(f"unknown runtime {runtime!r}; valid runtimes: {', '.join(RUNTIMES)}")
     if not callable(fn):
         raise TypeError(f"fn must be callable as fn(comm, *args), got {type(fn).__name__}")
-    if not isinstance(world_size, int) or world_size < 1:
+    if not checks.is_int(world_size) or world_size < 1:
         raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")

@@ -77,7 +77,7 @@ class Fabric:
     def path(self, src: int, dst: int) -> list[tuple]:
         """The directed links from host rank ``src`` to host rank ``dst`` (see the module doc)."""
         for r in (src, dst):
-            if not (isinstance(r, int) and 0 <= r < len(self.hosts)):
+            if not (checks.is_int(r) and 0 <= r < len(self.hosts)):
                 raise ValueError(f"{self.name}: host {r!r} is not a rank; valid: 0..{len(self.hosts) - 1}")
         a, b = self.hosts[src], self.hosts[dst]
         dist = self._distances(b)

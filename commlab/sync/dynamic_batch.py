@@ -14,6 +14,7 @@ convergence. ``samples`` in the History tells how much data each step used.
 """
 from __future__ import annotations
 
+from .. import checks
 from .bsp import BSP
 
 
@@ -24,7 +25,7 @@ class DynamicBatch(BSP):
     def __init__(self, growth: float = 1.1, max_batch: int | None = None):
         if not growth >= 1:
             raise ValueError(f"growth must be >= 1 (the batch never shrinks), got {growth!r}")
-        if max_batch is not None and (not isinstance(max_batch, int) or max_batch < 1):
+        if max_batch is not None and (not checks.is_int(max_batch) or max_batch < 1):
             raise ValueError(f"max_batch must be None or an integer >= 1, got {max_batch!r}")
         self.growth, self.max_batch, self.t = float(growth), max_batch, 0
 

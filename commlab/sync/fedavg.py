@@ -69,7 +69,7 @@ class FedAvg(Synchronizer):
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction (of clients per round) must be in (0, 1], got {fraction!r}")
         checks.integer("epochs", epochs, got=True)
-        if local_steps is not None and (not isinstance(local_steps, int) or local_steps < 1):
+        if local_steps is not None and (not checks.is_int(local_steps) or local_steps < 1):
             raise ValueError(f"local_steps must be None (use epochs) or an integer >= 1, got {local_steps!r}")
         self.fraction, self.epochs, self.local_steps = fraction, epochs, local_steps
         self.rounds = 0
