@@ -2,7 +2,7 @@
 decoding's two all-reduces per layer, pipeline inference, prefill and KV transfer; refusals."""
 import pytest
 
-from commlab.arch import halving_doubling, ring
+from commlab.arch import halving_doubling, ring, tree
 from commlab.infra import inference as inf
 from commlab.parallel.configs import MODELS
 from commlab.net.link import get_link as link
@@ -30,6 +30,8 @@ def test_tp_decode_adds_two_allreduces_per_layer():
     hd = inf.tp_decode(m, 8, "NVLink3-A100", allreduce="halving_doubling")
     assert hd.communication == pytest.approx(2 * 80 * halving_doubling.cost(2 * m.hidden, 8, link("NVLink3-A100")))
     assert hd.communication < step.communication  # latency-bound: fewer start-ups win
+    tr = inf.tp_decode(m, 8, "NVLink3-A100", allreduce="tree")  # any flat all-reduce of the registry
+    assert tr.communication == 2 * 80 * tree.cost(2 * m.hidden, 8, link("NVLink3-A100"))
     assert inf.tp_decode(m, 1).communication == 0
     # the comm share grows with tp; across nodes over TCP, more tp ends up slower
     shares = [inf.tp_decode(m, t).comm_share for t in (2, 4, 8, 16)]
@@ -60,5 +62,7 @@ def test_refusals():
         inf.decode_compute("llama2-70b", device="tpu")
     with pytest.raises(ValueError, match="tp=0 must be an integer >= 1"):
         inf.tp_decode("llama2-70b", 0)
-    with pytest.raises(ValueError, match="allreduce='tree'; valid: ring, halving_doubling"):
-        inf.tp_decode("llama2-70b", 2, allreduce="tree")
+    # the all-reduces are the one registry's flat ones (hierarchical needs nodes: not here)
+    with pytest.raises(ValueError, match="allreduce='hierarchical'; valid: naive, ring, tree, double_tree, "
+                                         "halving_doubling$"):
+        inf.tp_decode("llama2-70b", 2, allreduce="hierarchical")

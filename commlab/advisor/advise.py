@@ -8,8 +8,10 @@ the target::
 **Every row runs as printed.** Its ``sync``, ``arch``, ``compress`` and ``schedule`` are the
 Trainer's own specs, and ``Trainer(workers=row.workers, sync=..., arch=..., compress=...,
 schedule=...)`` accepts them (asked of the Trainer itself, :mod:`.runnable`). The all-reduce is
-``arch="ring"`` (NCCL's ring through every GPU, the simulator's default) or
-``"hierarchical(group_size=g)"`` on a cluster built with ``allreduce="hierarchical"``; the
+``arch="ring"`` (NCCL's ring through every GPU, the simulator's default),
+``"hierarchical(group_size=g)"`` on a cluster built with ``allreduce="hierarchical"``, any
+other registered all-reduce by its name, and ``"native"`` for ``allreduce="nccl"``
+(:func:`trainer_archs`); the
 parameter server is ``"ps(shards=S)"`` with one server per node, as the simulator places them;
 gossip is ``"gossip(topology='ring')"``; ``compress`` and ``schedule`` are None where there is
 none, the Trainer's own value (D-PSGD refuses ``compress="none"`` as a compressor). On one node
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 
 import pandas as pd
@@ -54,6 +57,7 @@ import torch
 from .. import checks
 from .. import compress as compress_pkg
 from .. import sync as sync_pkg
+from ..arch.algorithms import ALLREDUCES
 from ..parallel import planner
 from ..parallel.configs import MODELS as LARGE
 from ..schedule.profile import Profile
@@ -86,9 +90,21 @@ def _none(spec: str):
 
 def trainer_archs(cluster: Cluster) -> dict:
     """The Trainer's spec of each architecture the simulator times on ``cluster``, by the simulator's
-    name: its all-reduce, and its parameter server with one server (shard) per node."""
-    ring = "ring" if cluster.allreduce == "ring" else f"hierarchical(group_size={cluster.gpus_per_node})"
-    return {"allreduce": ring, "ps": f"ps(shards={cluster.nodes})"}
+    name: its all-reduce, and its parameter server with one server (shard) per node.
+
+    The all-reduce is the registered one the cluster names (one registry for both,
+    :mod:`commlab.arch.algorithms`), given the cluster's GPUs per node where its run takes a
+    ``group_size`` ("hierarchical(group_size=4)"); a selection rule of the simulator
+    (:data:`commlab.sim.collectives.CHOICES`: "nccl", NCCL's own per-message choice) is the
+    runtime's own all-reduce, "native", which NCCL's runtime runs by that same choice."""
+    name = cluster.allreduce
+    if name not in ALLREDUCES:
+        allreduce = "native"
+    elif "group_size" in inspect.signature(ALLREDUCES[name].run).parameters:
+        allreduce = f"{name}(group_size={cluster.gpus_per_node})"
+    else:
+        allreduce = name
+    return {"allreduce": allreduce, "ps": f"ps(shards={cluster.nodes})"}
 
 
 def _scaled(profile: Profile, factor: float) -> Profile:

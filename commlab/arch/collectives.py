@@ -18,6 +18,8 @@ halving_doubling   ``halving_doubling.py``: Rabenseifner             none
 hierarchical       ``hierarchical.py``: inside nodes, then across    group_size, inner, inner's
 =================  ===============================================  ==================
 
+Those and any other registered all-reduce (:func:`commlab.arch.register_allreduce`): ALGORITHMS
+and COSTS read the one registry, :data:`commlab.arch.algorithms.ALLREDUCES`, when asked.
 All but native also take ``ranks=`` (run over that group of ranks only) and ``tag=``.
 Each has its closed-form cost beside it (``cost`` in its module); :func:`cost` picks one by
 name, with the same keyword arguments (native: how the clock charges the runtime's own).
@@ -31,16 +33,44 @@ object: :class:`commlab.arch.architectures.AllReduce`.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from ..net import cost as net_cost
 from ..runtime.comm import check_op
-from . import hierarchical, ring
-from .algorithms import FLAT
+from . import hierarchical, ring  # noqa: F401 - hierarchical registers itself on import
+from .algorithms import ALLREDUCES
 from .chunks import bounds
 
-ALGORITHMS = {"native": None, **{name: a.run for name, a in FLAT.items()}, "hierarchical": hierarchical.allreduce}
-COSTS = {name: a.cost for name, a in FLAT.items()} | {"hierarchical": hierarchical.cost}
+
+class _Column(Mapping):
+    """One column of the registry :data:`commlab.arch.algorithms.ALLREDUCES`, by name, read
+    live: an all-reduce registered later is in it (``native``: the value for "native" first, or
+    none)."""
+
+    def __init__(self, part: str, native=False):
+        self.part, self.native = part, native
+
+    def _items(self) -> dict:
+        head = {"native": None} if self.native else {}
+        return head | {name: getattr(a, self.part) for name, a in ALLREDUCES.items()}
+
+    def __getitem__(self, name):
+        return self._items()[name]
+
+    def __iter__(self):
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __repr__(self) -> str:
+        return repr(self._items())
+
+
+ALGORITHMS = _Column("run", native=True)  # name -> run (None for the runtime's own)
+COSTS = _Column("cost")  # name -> closed form
 
 
 def cost(n: float, p: int, link, algorithm: str = "ring", **kw) -> float:

@@ -26,7 +26,8 @@ import torch
 
 from ..net.cost import check_ranks
 from ..net.link import get_link
-from .algorithms import flat
+from .algorithms import flat, register
+from .rounds import leader_rounds
 from .chunks import absorb, members, wait_all, workspace
 
 
@@ -35,7 +36,7 @@ def allreduce(comm, x: torch.Tensor, op: str = "sum", ranks=None, group_size: in
     """Hierarchical all-reduce of the flat tensor ``x`` in place.
 
     group_size: ranks per node; by default the run's ``Network(ranks_per_node=...)``.
-    inner: the algorithm across node leaders (a flat one, :data:`commlab.arch.algorithms.FLAT`),
+    inner: the algorithm across node leaders (a flat one of :mod:`commlab.arch.algorithms`),
     with its keyword arguments in ``inner_kw``."""
     across = flat(inner).run
     ranks, i = members(comm, ranks)
@@ -74,3 +75,12 @@ def cost(n: float, p: int, link, group_size: int, intra_link, inner: str = "ring
     check_ranks(group_size)
     g, nodes = min(group_size, p), -(-p // group_size)
     return 2 * (g - 1) * get_link(intra_link).time(n) + flat(inner).cost(n, nodes, link, **inner_kw)
+
+
+def on_cluster(n: float, cluster) -> float:
+    """Seconds on a two-level ``sim.Cluster``: :func:`cost` with its nodes as the groups, the
+    intra-node link inside and the inter-node link across the leaders (ring)."""
+    return cost(n, cluster.gpus, cluster.inter, cluster.gpus_per_node, cluster.intra)
+
+
+register("hierarchical", allreduce, cost, on_cluster=on_cluster, program=leader_rounds)

@@ -4,6 +4,7 @@ its default figure, then offers ipywidgets controls that redraw it)."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,11 +15,11 @@ from matplotlib.patches import Patch, Rectangle
 from ..net import cost
 from ..net.link import PROFILES, get_link
 from .common import bytes_name, seconds_name
-from ..arch import collectives
+from ..arch import algorithms, collectives
 from ..arch.collectives import cost as allreduce_cost
 from ..arch.tree import cost as tree_cost, double_tree_cost
 
-ALLREDUCE_ALGORITHMS = ("naive", "ring", "tree", "double_tree", "halving_doubling")
+ALLREDUCE_ALGORITHMS = tuple(algorithms.names("flat"))  # the registry's flat all-reduces, in its order
 ALLREDUCE_COLORS = {"naive": "tab:gray", "ring": "tab:blue", "tree": "tab:orange", "double_tree": "tab:red",
                     "halving_doubling": "tab:green", "hierarchical": "tab:purple"}
 SEGMENT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
@@ -33,9 +34,14 @@ def agree(comm, numel: int) -> dict:
     out = {}
     for name in collectives.ALGORITHMS:
         x = torch.arange(numel, dtype=torch.float32) * (comm.rank + 1)
-        kw = {"group_size": 2} if name == "hierarchical" else {}
+        kw = {"group_size": 2} if _takes(collectives.ALGORITHMS[name], "group_size") else {}
         out[name] = collectives.allreduce(comm, x, name, **kw).tolist()
     return out
+
+
+def _takes(fn, argument: str) -> bool:
+    """Whether ``fn`` (an all-reduce's run or cost; None for native) takes ``argument``."""
+    return fn is not None and argument in inspect.signature(fn).parameters
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,21 +117,24 @@ def allreduce_winner_map(link="10GbE", worlds=MAP_WORLDS, sizes=MESSAGE_SIZES, a
 
 
 def allreduce_bars(nbytes: float, p: int, link="10GbE", group_size: int = 8, intra_link="NVLink",
-                   algorithms=ALLREDUCE_ALGORITHMS + ("hierarchical",), ax=None):
+                   algorithms=None, ax=None):
     """Horizontal bars: model time of one all-reduce of ``nbytes`` over ``p`` ranks per algorithm
-    (:func:`allreduce_time`). The flat algorithms see ``link`` everywhere; "hierarchical" sees
-    nodes of ``group_size`` ranks joined by ``intra_link`` inside and ``link`` between them."""
+    (:func:`allreduce_time`; by default every registered one, :data:`collectives.COSTS`). The flat
+    algorithms see ``link`` everywhere; one whose cost takes nodes ("hierarchical") sees nodes of
+    ``group_size`` ranks joined by ``intra_link`` inside and ``link`` between them."""
+    algorithms = tuple(collectives.COSTS) if algorithms is None else algorithms
     lk = get_link(link)
     ax = ax or plt.subplots(figsize=(6, 4))[1]
-    kw = {"hierarchical": dict(group_size=group_size, intra_link=intra_link)}
-    times = [allreduce_time(a, nbytes, p, lk, **kw.get(a, {})) for a in algorithms]
+    nodes = dict(group_size=group_size, intra_link=intra_link)
+    times = [allreduce_time(a, nbytes, p, lk, **(nodes if _takes(collectives.COSTS[a], "group_size") else {}))
+             for a in algorithms]
     best = min(times)
     bars = ax.barh(range(len(algorithms)), [t * 1e3 for t in times],
                    color=[ALLREDUCE_COLORS.get(a, f"C{k}") for k, a in enumerate(algorithms)])
     for bar, t in zip(bars, times):
         ax.annotate(f" {seconds_name(t)}" + (" (fastest)" if t == best else ""), (bar.get_width(), bar.get_y() + 0.4),
                     va="center", fontsize=8)
-    names = [f"hierarchical ({group_size}/node)" if a == "hierarchical" else a for a in algorithms]
+    names = [f"{a} ({group_size}/node)" if _takes(collectives.COSTS[a], "group_size") else a for a in algorithms]
     ax.set_yticks(range(len(algorithms)), names)
     ax.invert_yaxis()
     ax.set_xscale("log")

@@ -12,7 +12,8 @@ bf16) split over t GPUs, a batch of b sequences with c tokens of context::
 **Tensor parallelism** (Megatron's layer split, :mod:`commlab.parallel.tensor`) adds two
 all-reduces per layer of the b x hidden activations (2 b h bytes): after attention and after the
 MLP. They are tiny, so their cost is start-ups: ``2 L allreduce(2 b h, t)`` with the ring's
-2 (t-1) alpha each, or recursive doubling's 2 log2(t) alpha (:data:`ALLREDUCE`). Over NVLink a
+2 (t-1) alpha each, or recursive doubling's 2 log2(t) alpha (``allreduce=``: any flat all-reduce of
+the one registry, :mod:`commlab.arch.algorithms`). Over NVLink a
 token pays tens of start-ups per layer; across nodes, the network's latency decides.
 
 **Pipeline inference** puts L/s layers on each of s stages: a token crosses s-1 hops of
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import checks
-from ..arch import halving_doubling, ring
+from ..arch.algorithms import flat, names
 from ..net.link import get_link
 from ..parallel.configs import get_model as _model
 from ..sim.devices import DEVICES
@@ -51,7 +52,6 @@ class Accelerator:
 # peak FLOP/s from the simulator's devices (one place for a datasheet figure); HBM bandwidth from
 # the datasheets: A100 80 GB 2.039 TB/s, H100 SXM 3.35 TB/s
 ACCELERATORS = {n: Accelerator(n, DEVICES[n].flops, bw) for n, bw in (("a100", 2.039e12), ("h100", 3.35e12))}
-ALLREDUCE = {"ring": ring.cost, "halving_doubling": halving_doubling.cost}
 
 
 def _accelerator(device) -> Accelerator:
@@ -114,9 +114,10 @@ def tp_decode(model, tp: int, link="NVLink3-A100", batch: int = 1, context: int 
     m = _model(model)
     _tp(m, tp, "tp_decode")
     _step(batch, context, "tp_decode")
-    if allreduce not in ALLREDUCE:
-        raise ValueError(f"allreduce={allreduce!r}; valid: {', '.join(ALLREDUCE)}")
-    comm = 0.0 if tp == 1 else 2 * m.layers * ALLREDUCE[allreduce](BYTES * batch * m.hidden, tp, get_link(link))
+    if allreduce not in names("flat"):
+        raise ValueError(f"allreduce={allreduce!r}; valid: {', '.join(names('flat'))}")
+    cost = flat(allreduce).cost
+    comm = 0.0 if tp == 1 else 2 * m.layers * cost(BYTES * batch * m.hidden, tp, get_link(link))
     return DecodeStep(decode_compute(m, tp, batch, context, device), comm)
 
 

@@ -31,7 +31,9 @@ latency to O(log P) for small messages: ``allreduce="nccl"`` takes, per message,
 the ring and that tree (:func:`commlab.sim.collectives.tree`). ``allreduce="hierarchical"``
 gives the leader-based alternative of :mod:`commlab.arch.hierarchical` (reduce to each node's
 first GPU, ring across the leaders, broadcast back; Horovod's ``HOROVOD_HIERARCHICAL_ALLREDUCE``
-is a variant of it).
+is a variant of it). Any all-reduce registered with a cluster cost
+(:func:`commlab.arch.register_allreduce`, ``on_cluster=``) is a valid ``allreduce=`` too:
+:func:`commlab.sim.collectives.allreduce_names` lists them.
 
 **Parameter server.** BytePS-style (Jiang et al., OSDI 2020), as the survey ran it: S server
 machines (by default one per worker node), every tensor cut into S pieces, piece s on server s.
@@ -48,15 +50,15 @@ from dataclasses import dataclass
 from .. import checks
 from ..net.link import LinkModel
 from ..net.link import get_link as link
-
-ALLREDUCE = ("ring", "hierarchical", "nccl")
+from .collectives import allreduce_names
 
 
 @dataclass(frozen=True)
 class Cluster:
     """``nodes`` nodes of ``gpus_per_node`` GPUs; ``intra``/``inter`` links (names or LinkModels);
-    ``allreduce``: "ring" (NCCL's ring through all GPUs), "hierarchical" (leaders) or "nccl" (the
-    faster of the ring and NCCL's double binary tree, per message size)."""
+    ``allreduce``: "ring" (NCCL's ring through all GPUs), "hierarchical" (leaders), "nccl" (the
+    faster of the ring and NCCL's double binary tree, per message size), or any other all-reduce
+    registered with a cluster cost (:func:`commlab.arch.register_allreduce`)."""
 
     nodes: int
     gpus_per_node: int = 1
@@ -69,8 +71,9 @@ class Cluster:
         checks.integer("gpus_per_node", self.gpus_per_node, where="Cluster", got=True)
         object.__setattr__(self, "intra", link(self.intra))
         object.__setattr__(self, "inter", link(self.inter))
-        if self.allreduce not in ALLREDUCE:
-            raise ValueError(f"Cluster: allreduce={self.allreduce!r}; valid: {', '.join(ALLREDUCE)}")
+        valid = allreduce_names()
+        if self.allreduce not in valid:
+            raise ValueError(f"Cluster: allreduce={self.allreduce!r}; valid: {', '.join(valid)}")
 
     @classmethod
     def flat(cls, gpus: int, link="100GbIB-survey") -> "Cluster":

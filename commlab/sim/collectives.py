@@ -1,13 +1,17 @@
 """Closed-form seconds of one message (a collective) of n bytes on a :class:`Cluster`.
 
 The models and why are in :mod:`commlab.sim.cluster`; the formulas reuse the closed forms that
-sit beside the algorithms (T(m) = alpha + m beta of the link named, P GPUs, g per node, N nodes):
+sit beside the algorithms (T(m) = alpha + m beta of the link named, P GPUs, g per node, N nodes).
+An all-reduce's time is the ``on_cluster`` its registration gives
+(:mod:`commlab.arch.algorithms`, one registry for the Trainer and the simulator); the library's:
 
 * all-reduce, ring through all GPUs:  ``2 (P-1) max(T_intra(n/P), T_inter(n/P))``
-  = the larger :func:`commlab.arch.ring.cost` over the kinds of hop present;
+  = the larger :func:`commlab.arch.ring.cost` over the kinds of hop present
+  (:func:`commlab.arch.algorithms.slowest_hop`);
 * all-reduce, hierarchical:           :func:`commlab.arch.hierarchical.cost`,
   ``2 (g-1) T_intra(n) + 2 (N-1) T_inter(n/N)``;
-* all-reduce, NCCL (``allreduce="nccl"``): on two or more nodes the faster of the ring and a
+* all-reduce, NCCL (``allreduce="nccl"``, a selection rule of the simulator, :data:`CHOICES`): on
+  two or more nodes the faster of the ring and a
   double binary tree, as NCCL's tuner chooses from 2.4 on (Sanders, Speck, Traeff, Parallel
   Computing 2009; NCCL 2.4 release notes): a chain through each node's g GPUs under a binary tree
   of the N nodes, reduce up and broadcast down, pipelined, ``2 [(g-1) alpha_intra + ceil(log2 N)
@@ -34,7 +38,8 @@ from __future__ import annotations
 
 import math
 
-from ..arch import hierarchical, ring
+from ..arch import ring
+from ..arch.algorithms import ALLREDUCES, names
 from ..arch.innetwork import ina_time
 from ..arch.ps_layout import check_count, ps_sharded
 
@@ -47,17 +52,29 @@ def tree(n: float, cluster) -> float:
     return 2 * depth + 2 * n * max(l.beta for l in cluster.links())
 
 
+def nccl(n: float, cluster) -> float:
+    """Seconds of NCCL's choice for one all-reduce of n bytes: the faster of the registered ring's
+    cluster cost and :func:`tree` on two or more nodes, the ring on one."""
+    t = ALLREDUCES["ring"].on_cluster(n, cluster)
+    return min(t, tree(n, cluster)) if cluster.nodes > 1 else t
+
+
+CHOICES = {"nccl": nccl}  # the simulator's selection rules among all-reduces, by name
+
+
+def allreduce_names() -> list[str]:
+    """What ``Cluster(allreduce=...)`` takes: every registered all-reduce with a cluster cost
+    (:func:`commlab.arch.register_allreduce`), in registration order, then :data:`CHOICES`."""
+    return [*names("on_cluster"), *CHOICES]
+
+
 def allreduce(n: float, cluster) -> float:
-    """Seconds of one all-reduce of n bytes over every GPU of the cluster."""
-    p = cluster.gpus
-    if p == 1:
+    """Seconds of one all-reduce of n bytes over every GPU of the cluster: the registered
+    algorithm's ``on_cluster`` (or a rule of :data:`CHOICES`)."""
+    if cluster.gpus == 1:
         return 0.0
-    if cluster.allreduce == "hierarchical":
-        return hierarchical.cost(n, p, cluster.inter, cluster.gpus_per_node, cluster.intra)
-    t = max(ring.cost(n, p, l) for l in cluster.links())
-    if cluster.allreduce == "nccl" and cluster.nodes > 1:
-        return min(t, tree(n, cluster))
-    return t
+    rule = CHOICES.get(cluster.allreduce) or ALLREDUCES[cluster.allreduce].on_cluster
+    return rule(n, cluster)
 
 
 def servers_for(cluster, servers) -> int:

@@ -1,14 +1,19 @@
 """Every point-to-point message of a run of collectives, as a :class:`~commlab.sim.events.Dag`.
 
-The patterns are the algorithms of :mod:`commlab.sim.cluster`, message by message:
+An all-reduce's messages are the ``program`` of its registration (:mod:`commlab.arch.algorithms`):
+rounds of (src, dst, bytes) (:mod:`commlab.arch.rounds`), which :func:`replay` turns into messages
+and dependencies here. A hop inside a node goes GPU port to GPU port on the intra link, a hop
+between nodes NIC to NIC on the inter link. The library's programs:
 
 * ``ring``: one ring through all P GPUs (rank r to r+1, node after node), 2 (P-1) steps; at step
   s every position sends one chunk of n/P bytes, the one it received at step s-1 (the first it
-  sends is its own). A hop inside a node goes GPU port to GPU port on the intra link, a hop
-  between nodes NIC to NIC on the inter link.
+  sends is its own).
 * ``hierarchical``: the g-1 other GPUs of a node send n bytes to its first GPU (whose in-port
   takes them one at a time), the first GPUs run the ring above among themselves, and send the
   result back one GPU at a time.
+
+The parameter server's program is the simulator's own (it is an architecture, not an all-reduce):
+
 * ``ps``: a ring reduce-scatter inside each node (g-1 steps of n/g), the node's NIC pushes piece
   j of S to server (w + j) mod S, server s returns its sum to worker nodes (s + i) mod N in turn
   once all N pieces are in, then a ring all-gather inside the node. One worker node: reduce-
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arch.algorithms import ALLREDUCES, names
 from .events import Dag
 
 
@@ -78,42 +84,37 @@ def _starts(prev, ranks):
     return None if prev is None else np.asarray(prev)[np.asarray(ranks)]
 
 
-def allreduce_ring(dag, lay, n, prev, earliest):
-    """One ring all-reduce through all P GPUs: 2 (P-1) steps of n/P bytes; per GPU its last message."""
+def replay(dag: Dag, lay: Layout, rounds, prev, earliest: float):
+    """Add an all-reduce's program (:mod:`commlab.arch.rounds`: rounds of (src, dst, bytes)) to
+    ``dag``: a rank's sends of a round wait for what it received since its previous send (the
+    first for ``prev``, its end of the previous collective, or None); per GPU, the message (or the
+    join of several) after which its part is over: what it received in its last round that
+    brought it anything."""
     p = lay.cluster.gpus
-    return ring(dag, lay, np.arange(p), 2 * (p - 1), n / p, _starts(prev, np.arange(p)), earliest)
-
-
-def allreduce_hierarchical(dag, lay, n, prev, earliest):
-    """Reduce to each node's first GPU, ring among the first GPUs, broadcast back in the node;
-    per GPU its last message."""
-    c = lay.cluster
-    g, nodes = c.gpus_per_node, c.nodes
-    done = np.zeros(c.gpus, dtype=np.int64)
-    leaders = np.arange(nodes) * g
-    begin = []  # per leader: the message its part of the ring waits for
-    for w, lead in enumerate(leaders):
-        members = np.arange(lead + 1, lead + g)
-        deps = [] if prev is None else [prev[lead]]
-        if len(members):
-            o, i, d = lay.hops(members, np.full(len(members), lead), n)
-            red = dag.add(o, i, d, earliest)
-            if prev is not None:
-                dag.after(prev[members], red)
-            deps += list(red)
-        begin.append(dag.join(deps, earliest) if deps else None)
-    if nodes > 1:
-        start = None if any(b is None for b in begin) else np.array(begin)
-        done[leaders] = ring(dag, lay, leaders, 2 * (nodes - 1), n / nodes, start, earliest)
-    else:
-        done[leaders] = begin
-    for lead in leaders:
-        members = np.arange(lead + 1, lead + g)
-        if len(members):
-            o, i, d = lay.hops(np.full(len(members), lead), members, n)
-            bc = dag.add(o, i, d, earliest)
-            dag.after(done[lead], bc)
-            done[members] = bc
+    wait = np.full(p, -1, dtype=np.int64) if prev is None else np.array(prev, dtype=np.int64)
+    done = wait.copy()
+    for src, dst, nbytes in rounds:
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        if not src.size:
+            continue
+        out, inn, dur = lay.hops(src, dst, nbytes)
+        ids = dag.add(out, inn, dur, earliest)
+        waits = wait[src]
+        if (waits >= 0).any():
+            dag.after(waits[waits >= 0], ids[waits >= 0])
+        wait[src] = -1
+        order = np.argsort(dst, kind="stable")
+        ranks, first, count = np.unique(dst[order], return_index=True, return_counts=True)
+        got = ids[order][first]
+        for k in np.flatnonzero((count > 1) | (wait[ranks] >= 0)):  # several to wait for: join them
+            deps = ids[order][first[k]:first[k] + count[k]].tolist()
+            old = wait[ranks[k]]
+            got[k] = dag.join(([int(old)] if old >= 0 else []) + deps, earliest)
+        wait[ranks] = got
+        done[ranks] = got
+    if (done < 0).any():
+        raise ValueError(f"a program left GPU(s) {np.flatnonzero(done < 0).tolist()} without any message: an "
+                         "all-reduce's program must deliver the result to every GPU")
     return done
 
 
@@ -161,7 +162,17 @@ def ps(dag, lay, n, prev, earliest):
     return done
 
 
-PATTERNS = {"ring": allreduce_ring, "hierarchical": allreduce_hierarchical, "ps": ps}
+def pattern(cluster, arch: str):
+    """``pattern(dag, lay, n, prev, earliest)`` of one collective: the parameter server's, or the
+    registered program of the cluster's all-reduce (ValueError for one registered without)."""
+    if arch == "ps":
+        return ps
+    program = ALLREDUCES[cluster.allreduce].program if cluster.allreduce in ALLREDUCES else None
+    if program is None:
+        raise ValueError(f"level='message' replays an all-reduce's program, and allreduce={cluster.allreduce!r} "
+                         f"has none; programs: {', '.join(names('program'))} (register one with "
+                         "commlab.arch.register_allreduce(..., program=...)), or use level='closed'")
+    return lambda dag, lay, n, prev, earliest: replay(dag, lay, program(n, cluster), prev, earliest)
 
 
 def simulate(cluster, sizes, ready, arch: str = "allreduce", servers: int = 0):
@@ -171,11 +182,11 @@ def simulate(cluster, sizes, ready, arch: str = "allreduce", servers: int = 0):
     if cluster.gpus == 1 or not len(sizes):
         return [(r, r) for r in ready], 0, 0
     lay = Layout(cluster, servers)
-    pattern = PATTERNS["ps" if arch == "ps" else cluster.allreduce]
+    one = pattern(cluster, arch)
     dag, prev, spans = Dag(), None, []
     for n, r in zip(sizes, ready):
         first = dag.count
-        prev = pattern(dag, lay, float(n), prev, float(r))
+        prev = one(dag, lay, float(n), prev, float(r))
         spans.append((first, dag.count, prev))
     depart, arrive, events = dag.run()
     times = []
