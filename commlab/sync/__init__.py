@@ -12,6 +12,8 @@ a policy (``server_policy()``; the asynchronous ones are in :mod:`commlab.sync.s
 * fedavg(fraction, epochs, local_steps): federated averaging over a client sample.
 * dynamic_batch(growth, max_batch): BSP with a growing batch.
 
+A new one is a ``Synchronizer`` subclass and one line, :func:`register_sync`.
+
 Beyond SGD, :func:`consensus_admm` runs asynchronous consensus ADMM (Zhang and Kwok 2014) on
 logistic regression, with its own master and workers.
 """
@@ -27,8 +29,22 @@ from .hogwild import Hogwild
 from .local_sgd import LocalSGD, PostLocalSGD
 
 SYNCS = Registry("synchronization")
+
+
+def register_sync(cls) -> None:
+    """The one line that adds a synchronizer: a :class:`~commlab.sync.base.Synchronizer` subclass,
+    built from specs by its ``name`` (``Trainer(sync=name)``, ``python -m commlab train --sync``);
+    the rulebook reads its declarations. ValueError for a name already taken or a class without one."""
+    name = getattr(cls, "name", None)
+    if not isinstance(cls, type) or not isinstance(name, str) or not name.isidentifier() or name != name.lower():
+        raise ValueError(f"a synchronizer is a class with a lower-case identifier as its name, got {cls!r}")
+    if name in SYNCS.builders:
+        raise ValueError(f"synchronizer {name!r} is already registered; registered: {', '.join(SYNCS.names())}")
+    SYNCS.register(name, cls)
+
+
 for _cls in (BSP, ASP, SSP, Backup, RoundRobin, Hogwild, LocalSGD, PostLocalSGD, FedAvg, DynamicBatch):
-    SYNCS.register(_cls.name, _cls)
+    register_sync(_cls)
 
 
 def get(spec="bsp"):
