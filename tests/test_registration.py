@@ -22,7 +22,7 @@ from commlab.infra.placement import Datacenter
 from commlab.infra.queue_policies import QUEUE_POLICIES
 from commlab.net.link import LinkModel
 from commlab.schedule import SCHEDULES
-from commlab.sim import collectives as sim_collectives
+from commlab.sim import closed_forms as sim_closed_forms
 from commlab.sync import SYNCS
 from commlab.train import Trainer
 from scheduled_fixtures import digits, one_thread  # noqa: F401  (pytest fixtures)
@@ -79,7 +79,7 @@ def test_the_toy_all_reduce_has_its_closed_form_everywhere():
 def test_the_toy_all_reduce_on_a_cluster_takes_the_slowest_hop():
     c = sim.Cluster(2, 4, intra=INTRA, inter=INTER, allreduce=ALLREDUCE)
     for n in (1e3, 1e7):
-        assert sim_collectives.allreduce(n, c) == max(naive.cost(n, 8, INTRA), naive.cost(n, 8, INTER))
+        assert sim_closed_forms.allreduce_seconds(n, c) == max(naive.cost(n, 8, INTRA), naive.cost(n, 8, INTER))
     with pytest.raises(ValueError, match=f"allreduce='naive'; valid: ring, hierarchical, {ALLREDUCE}, nccl$"):
         sim.Cluster(2, allreduce="naive")  # registered without a cluster cost: not simulated
 

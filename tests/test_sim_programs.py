@@ -5,7 +5,7 @@ from commlab.arch import ring as ring_mod
 from commlab.arch.ps_layout import ps_sharded
 from commlab.net.link import LinkModel
 from commlab.sim import Cluster
-from commlab.sim import collectives as col
+from commlab.sim import closed_forms as col
 from commlab.sim.programs import simulate
 
 INTRA = LinkModel(7e-6, 1 / 7e9, "intra")
@@ -30,14 +30,14 @@ def test_two_level_ring_within_one_percent(nodes, g):
     c = Cluster(nodes, g, intra=INTRA, inter=INTER)
     for n in (1e4, 1e7):
         end, _ = one(c, n)
-        assert end == pytest.approx(col.allreduce(n, c), rel=0.01)
+        assert end == pytest.approx(col.allreduce_seconds(n, c), rel=0.01)
 
 
 @pytest.mark.parametrize("nodes,g", [(2, 4), (4, 1), (1, 4), (3, 3)])
 def test_hierarchical_equals_its_closed_form(nodes, g):
     c = Cluster(nodes, g, intra=INTRA, inter=INTER, allreduce="hierarchical")
     end, p2p = one(c, 1e7)
-    assert end == pytest.approx(col.allreduce(1e7, c), rel=1e-9)
+    assert end == pytest.approx(col.allreduce_seconds(1e7, c), rel=1e-9)
     assert p2p == 2 * nodes * (g - 1) + 2 * (nodes - 1) * nodes * (nodes > 1)
 
 
@@ -45,7 +45,7 @@ def test_hierarchical_equals_its_closed_form(nodes, g):
 def test_ps_equals_its_closed_form(nodes, g, s):
     c = Cluster(nodes, g, intra=INTRA, inter=INTER)
     end, p2p = one(c, 1e7, "ps", s)
-    assert end == pytest.approx(col.ps(1e7, c, s), rel=1e-9)
+    assert end == pytest.approx(col.ps_seconds(1e7, c, s), rel=1e-9)
     assert p2p == 2 * nodes * g * (g - 1) + (2 * nodes * s if nodes > 1 else 0)
 
 
@@ -54,7 +54,7 @@ def test_more_servers_than_workers_beats_the_staggered_bound():
     level takes them as they come, so with S > p a worker's pulls overlap and it is faster."""
     c = Cluster.flat(2, INTER)
     end, _ = one(c, 1e7, "ps", 5)
-    assert end < col.ps(1e7, c, 5)
+    assert end < col.ps_seconds(1e7, c, 5)
     assert end >= (5 + 1) * INTER.time(1e7 / 5) - 1e-12  # 5 pieces out of a card, then one back at least
 
 

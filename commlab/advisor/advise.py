@@ -95,7 +95,7 @@ def trainer_archs(cluster: Cluster) -> dict:
     The all-reduce is the registered one the cluster names (one registry for both,
     :mod:`commlab.arch.algorithms`), given the cluster's GPUs per node where its run takes a
     ``group_size`` ("hierarchical(group_size=4)"); a selection rule of the simulator
-    (:data:`commlab.sim.collectives.CHOICES`: "nccl", NCCL's own per-message choice) is the
+    (:data:`commlab.sim.closed_forms.CHOICES`: "nccl", NCCL's own per-message choice) is the
     runtime's own all-reduce, "native", which NCCL's runtime runs by that same choice."""
     name = cluster.allreduce
     if name not in ALLREDUCES:

@@ -13,7 +13,7 @@ Links are named in :data:`commlab.net.link.PROFILES` (nominal, measured in the l
 :mod:`commlab.net.measured`, transports: :mod:`commlab.net.protocols`). Modules, one idea each:
 :mod:`.devices` (profiles from FLOPs, scaled to a device's single-GPU throughput),
 :mod:`.cluster` (nodes and links, and which collective model and why),
-:mod:`.collectives` (closed forms), :mod:`.events` (the message-level event loop),
+:mod:`.closed_forms` (closed forms), :mod:`.events` (the message-level event loop),
 :mod:`.programs` (every point-to-point message of a collective), :mod:`.frameworks` (what
 Horovod, ByteScheduler and BytePS add per operation), :mod:`.iteration`, :mod:`.survey` (the
 simulator against the quantitative survey's measured grid);
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..schedule.profile import Profile
 from .cluster import Cluster
-from .collectives import comm_time
+from .closed_forms import comm_time
 from .devices import BUILTINS, DEVICES, PROFILES, Device, builtin, get_device, profile
 from .fabric import Fabric, bcube, fat_tree, torus_2d
 from .gpu_fabric import FABRICS, build, gpu_cluster

@@ -28,12 +28,12 @@ bottleneck through which every chunk passes; a leader-based hierarchy would send
 vector through one GPU per node. Its price, in the model as on real clusters, is latency:
 2 (P-1) start-ups, which is why MG-WFBP merges more at scale. NCCL's trees (from 2.4) cut the
 latency to O(log P) for small messages: ``allreduce="nccl"`` takes, per message, the faster of
-the ring and that tree (:func:`commlab.sim.collectives.tree`). ``allreduce="hierarchical"``
+the ring and that tree (:func:`commlab.sim.closed_forms.tree`). ``allreduce="hierarchical"``
 gives the leader-based alternative of :mod:`commlab.arch.hierarchical` (reduce to each node's
 first GPU, ring across the leaders, broadcast back; Horovod's ``HOROVOD_HIERARCHICAL_ALLREDUCE``
 is a variant of it). Any all-reduce registered with a cluster cost
 (:func:`commlab.arch.register_allreduce`, ``on_cluster=``) is a valid ``allreduce=`` too:
-:func:`commlab.sim.collectives.allreduce_names` lists them.
+:func:`commlab.sim.closed_forms.allreduce_names` lists them.
 
 **Parameter server.** BytePS-style (Jiang et al., OSDI 2020), as the survey ran it: S server
 machines (by default one per worker node), every tensor cut into S pieces, piece s on server s.
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from .. import checks
 from ..net.link import LinkModel
 from ..net.link import get_link as link
-from .collectives import allreduce_names
+from .closed_forms import allreduce_names
 
 
 @dataclass(frozen=True)

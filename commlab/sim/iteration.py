@@ -2,7 +2,7 @@
 
 ``iteration(profile, cluster, arch, schedule)`` runs the same policy objects the real executor
 runs (:mod:`commlab.schedule`): the policy plans with ``comm_time(nbytes)``, the collective's
-closed form on the cluster (:mod:`commlab.sim.collectives`); :func:`commlab.schedule.dispatch.dispatch`
+closed form on the cluster (:mod:`commlab.sim.closed_forms`); :func:`commlab.schedule.dispatch.dispatch`
 lists the messages of one worker's communication stream; the iteration is in steady state
 (:func:`commlab.schedule.dispatch.iteration`): from the start of backward to the end of the next
 forward, which starts at once, layer by layer as parameters arrive, for a plan with
@@ -49,7 +49,7 @@ from .. import schedule as _schedule
 from ..schedule.dispatch import arrivals, dispatch, iteration as _steady, next_forward
 from ..schedule.policies import baseline
 from ..schedule.profile import Profile
-from . import collectives, programs
+from . import closed_forms, programs
 from .cluster import Cluster
 from .devices import builtin
 from .fabric import Fabric
@@ -170,7 +170,7 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
         raise ValueError(f"level={level!r} replays a sim.Cluster's point-to-point programs; on a fabric each "
                          "message is timed flow by flow: use level='closed'")
     arch, spec, fw = _choose(method, arch, schedule, framework)
-    bytes_time = cluster.comm_time(arch, servers) if on_fabric else collectives.comm_time(cluster, arch, servers)
+    bytes_time = cluster.comm_time(arch, servers) if on_fabric else closed_forms.comm_time(cluster, arch, servers)
     free = fw.per_op == 0 or cluster.gpus == 1  # one GPU runs no collective
     comm_time = bytes_time if free else (lambda n: bytes_time(n) + fw.cost(n))
     policy = _schedule.get(spec)
@@ -187,7 +187,7 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
                          f"no switch (got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
                          "arch='allreduce'/'ps' with framework='ideal'")
     listed = dispatch(plan, profile, comm_time)
-    servers = collectives.servers_for(cluster, servers) if arch == "ps" else 0
+    servers = closed_forms.servers_for(cluster, servers) if arch == "ps" else 0
     times, p2p, events = programs.simulate(cluster, [m.nbytes for m in listed], [m.ready for m in listed],
                                            arch, servers)
     messages = tuple(dataclasses.replace(m, start=s, end=e) for m, (s, e) in zip(listed, times))

@@ -2,7 +2,7 @@
 
 :func:`commlab.sim.iteration` plans and composes an iteration from ``comm_time(nbytes)``, the
 seconds of one message. On a :class:`~commlab.sim.cluster.Cluster` that is a closed form
-(:mod:`commlab.sim.collectives`); on a :class:`~commlab.sim.fabric.Fabric` (a fat-tree with its
+(:mod:`commlab.sim.closed_forms`); on a :class:`~commlab.sim.fabric.Fabric` (a fat-tree with its
 oversubscription, BCube, a torus, :func:`~commlab.sim.gpu_fabric.gpu_cluster`) it is the time the
 flow-level model gives the collective (:mod:`commlab.sim.fabric_sync`, max-min fair sharing of
 every link, :mod:`commlab.sim.flows`), so that the fabric's wiring shows in the iteration.

@@ -23,7 +23,7 @@ A rank starts a collective when its gradients are ready (``earliest``) and it is
 previous one: collectives on one rank run one after another, as on one communication stream.
 
 Ports take messages first come, first served. This equals the closed forms of
-:mod:`commlab.sim.collectives` for one collective (tests/test_sim_programs.py), with one
+:mod:`commlab.sim.closed_forms` for one collective (tests/test_sim_programs.py), with one
 exception: with more servers than worker nodes, a worker's pulls need not wait for each other
 as :func:`commlab.arch.ps_layout.ps_sharded` (whose ranks take messages in program order)
 assumes, and the message level is faster. Across collectives it can also be faster than the
@@ -41,7 +41,7 @@ from ..arch.algorithms import ALLREDUCES, names
 from .events import Dag
 
 
-class Layout:
+class ClusterMap:
     """Where each GPU, NIC and server port is, and what a hop between two GPUs costs."""
 
     def __init__(self, cluster, servers: int = 0):
@@ -62,7 +62,7 @@ class Layout:
         return out, inn, dur
 
 
-def ring(dag: Dag, lay: Layout, ranks, steps: int, chunk: float, start, earliest: float):
+def ring(dag: Dag, lay: ClusterMap, ranks, steps: int, chunk: float, start, earliest: float):
     """A ring pass over ``ranks`` (position j sends to j+1) of ``steps`` steps of ``chunk``
     bytes; ``start[j]``: the message position j waits for before its first send (or None).
     Returns, per position, the message whose arrival is its last receive."""
@@ -84,7 +84,7 @@ def _starts(prev, ranks):
     return None if prev is None else np.asarray(prev)[np.asarray(ranks)]
 
 
-def replay(dag: Dag, lay: Layout, rounds, prev, earliest: float):
+def replay(dag: Dag, lay: ClusterMap, rounds, prev, earliest: float):
     """Add an all-reduce's program (:mod:`commlab.arch.rounds`: rounds of (src, dst, bytes)) to
     ``dag``: a rank's sends of a round wait for what it received since its previous send (the
     first for ``prev``, its end of the previous collective, or None); per GPU, the message (or the
@@ -181,7 +181,7 @@ def simulate(cluster, sizes, ready, arch: str = "allreduce", servers: int = 0):
     arrival over all ranks), the number of point-to-point messages and of events."""
     if cluster.gpus == 1 or not len(sizes):
         return [(r, r) for r in ready], 0, 0
-    lay = Layout(cluster, servers)
+    lay = ClusterMap(cluster, servers)
     one = pattern(cluster, arch)
     dag, prev, spans = Dag(), None, []
     for n, r in zip(sizes, ready):

@@ -9,7 +9,7 @@ module holds that table unchanged (samples/s and the spread the authors report).
 
 :func:`testbed` builds the survey's cluster from the project's own constants, none fitted to
 these speedups: links from the survey's point-to-point measurements and one bare all-reduce inside
-a node (:mod:`commlab.net.measured`), NCCL's choice of ring or tree (:mod:`commlab.sim.collectives`),
+a node (:mod:`commlab.net.measured`), NCCL's choice of ring or tree (:mod:`commlab.sim.closed_forms`),
 BytePS as the survey deployed it, and the frameworks' cost per operation, each from one cell
 (:mod:`commlab.sim.frameworks`). :func:`compare` predicts every cell; :func:`summary` gives, per
 network, the median relative error, how many (model, network, GPUs) groups have their measured

@@ -21,7 +21,7 @@ An all-reduce's time is the ``on_cluster`` its registration gives
   inside a node, :func:`commlab.arch.ring.cost` over g GPUs) ``+`` :func:`commlab.arch.ps_layout.ps_sharded`
   ``(n, N, S)`` for the push and pull of N >= 2 worker nodes with S servers, ``2 max(N, S) T_inter(n/S)``;
 * in-network aggregation (``arch="switchml"``): the ring inside each node, then one pass through
-  the switch, :func:`switchml`;
+  the switch, :func:`switchml_seconds`;
 * BytePS as deployed (``arch="byteps"``, Jiang et al., OSDI 2020; the survey's launch script puts
   S = N servers on machines of their own): every tensor cut into 4 MB partitions that flow through
   a pipeline (reduce inside the node, push, sum, pull, broadcast inside the node), on full-duplex
@@ -46,20 +46,20 @@ from ..arch.ps_layout import check_count, ps_sharded
 ARCHS = ("allreduce", "ps", "byteps", "switchml")
 
 
-def tree(n: float, cluster) -> float:
+def tree_seconds(n: float, cluster) -> float:
     """Seconds of NCCL's double-binary-tree all-reduce of n bytes (two or more nodes)."""
     depth = (cluster.gpus_per_node - 1) * cluster.intra.alpha + math.ceil(math.log2(cluster.nodes)) * cluster.inter.alpha
     return 2 * depth + 2 * n * max(l.beta for l in cluster.links())
 
 
-def nccl(n: float, cluster) -> float:
+def nccl_seconds(n: float, cluster) -> float:
     """Seconds of NCCL's choice for one all-reduce of n bytes: the faster of the registered ring's
-    cluster cost and :func:`tree` on two or more nodes, the ring on one."""
+    cluster cost and :func:`tree_seconds` on two or more nodes, the ring on one."""
     t = ALLREDUCES["ring"].on_cluster(n, cluster)
-    return min(t, tree(n, cluster)) if cluster.nodes > 1 else t
+    return min(t, tree_seconds(n, cluster)) if cluster.nodes > 1 else t
 
 
-CHOICES = {"nccl": nccl}  # the simulator's selection rules among all-reduces, by name
+CHOICES = {"nccl": nccl_seconds}  # the simulator's selection rules among all-reduces, by name
 
 
 def allreduce_names() -> list[str]:
@@ -68,7 +68,7 @@ def allreduce_names() -> list[str]:
     return [*names("on_cluster"), *CHOICES]
 
 
-def allreduce(n: float, cluster) -> float:
+def allreduce_seconds(n: float, cluster) -> float:
     """Seconds of one all-reduce of n bytes over every GPU of the cluster: the registered
     algorithm's ``on_cluster`` (or a rule of :data:`CHOICES`)."""
     if cluster.gpus == 1:
@@ -85,7 +85,7 @@ def servers_for(cluster, servers) -> int:
     return servers
 
 
-def ps(n: float, cluster, servers: int | None = None) -> float:
+def ps_seconds(n: float, cluster, servers: int | None = None) -> float:
     """Seconds of one BytePS push and pull of n bytes (with the intra-node halves)."""
     s = servers_for(cluster, servers)
     g = cluster.gpus_per_node
@@ -95,7 +95,7 @@ def ps(n: float, cluster, servers: int | None = None) -> float:
     return local + ps_sharded(n, cluster.nodes, s, cluster.inter)
 
 
-def byteps(n: float, cluster, servers: int | None = None) -> float:
+def byteps_seconds(n: float, cluster, servers: int | None = None) -> float:
     """Seconds of one BytePS push and pull of n bytes, partitions pipelined (see above)."""
     s = servers_for(cluster, servers)
     g, intra = cluster.gpus_per_node, cluster.intra
@@ -106,7 +106,7 @@ def byteps(n: float, cluster, servers: int | None = None) -> float:
     return max(node, max(cluster.nodes, s) * n / s * cluster.inter.beta) + 2 * cluster.inter.alpha
 
 
-def switchml(n: float, cluster) -> float:
+def switchml_seconds(n: float, cluster) -> float:
     """Seconds of one in-network aggregation of n bytes: the ring inside each node, then the node's
     vector through a programmable switch on the inter-node link (:func:`commlab.arch.innetwork.ina_time`,
     SwitchML's pool of 512 slots of 64 values), the protocol ``Trainer(arch="switchml")`` runs."""
@@ -120,10 +120,10 @@ def comm_time(cluster, arch: str = "allreduce", servers: int | None = None):
     if arch == "allreduce":
         if servers is not None:
             raise ValueError(f"servers={servers!r} applies to arch='ps' only; an all-reduce has no servers")
-        return lambda n: allreduce(n, cluster)
+        return lambda n: allreduce_seconds(n, cluster)
     if arch == "switchml":
-        return lambda n: switchml(n, cluster)
+        return lambda n: switchml_seconds(n, cluster)
     if arch in ("ps", "byteps"):
-        s, cost = servers_for(cluster, servers), ps if arch == "ps" else byteps
+        s, cost = servers_for(cluster, servers), ps_seconds if arch == "ps" else byteps_seconds
         return lambda n: cost(n, cluster, s)
     raise ValueError(f"unknown arch {arch!r}; valid: {', '.join(ARCHS)}")
