@@ -119,7 +119,7 @@ def test_a_framework_adds_its_cost_per_message_and_the_message_level_refuses_it(
     assert sim.iteration(p, Cluster(1, 1), method="wfbp_a2a").speedup == pytest.approx(1)  # one GPU: no op
     with pytest.raises(ValueError, match="level='message' times bytes only.*framework='horovod'"):
         sim.iteration(p, c, method="mg_wfbp", level="message")
-    with pytest.raises(ValueError, match="not NCCL's tree"):
+    with pytest.raises(ValueError, match=r"not NCCL's choice; use Cluster\(allreduce=...\) with one of ring, hierarchical"):
         sim.iteration(p, sim.survey.testbed(8), arch="allreduce", level="message")
     with pytest.raises(ValueError, match="arch='byteps'"):
         sim.iteration(p, c, arch="byteps", level="message")

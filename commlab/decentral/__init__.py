@@ -19,7 +19,7 @@ themselves in its registry and in the architectures' (``commlab.sync.get("dpsgd"
 from __future__ import annotations
 
 from ..arch import ARCHITECTURES
-from ..sync import SYNCS
+from ..sync import register_sync
 from .adpsgd import ADPSGD
 from .architecture import Gossip, GossipExchange
 from .choco import CHOCO
@@ -30,7 +30,7 @@ from .naive import NaiveGossip
 
 RULES = (DPSGD, DCDPSGD, ECDPSGD, CHOCO, NaiveGossip, ADPSGD)
 for _cls in RULES:
-    SYNCS.register(_cls.name, _cls)
+    register_sync(_cls)
 ARCHITECTURES.register(Gossip.name, Gossip)
 
 __all__ = ["ADPSGD", "CHOCO", "DCDPSGD", "DPSGD", "ECDPSGD", "Gossip", "GossipExchange", "NaiveGossip", "RULES"]

@@ -49,6 +49,7 @@ from .. import schedule as _schedule
 from ..schedule.dispatch import arrivals, dispatch, iteration as _steady, next_forward
 from ..schedule.policies import baseline
 from ..schedule.profile import Profile
+from ..arch.algorithms import names
 from . import closed_forms, programs
 from .cluster import Cluster
 from .devices import builtin
@@ -180,8 +181,8 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
         return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
                          _time.perf_counter() - began)
     if cluster.allreduce == "nccl" and arch == "allreduce":
-        raise ValueError("level='message' has the ring's and the hierarchical all-reduce's programs, not NCCL's "
-                         "tree: use Cluster(allreduce='ring') or level='closed'")
+        raise ValueError("level='message' replays the programs of registered all-reduces, not NCCL's choice; use "
+                         f"Cluster(allreduce=...) with one of {', '.join(names('program'))}, or level='closed'")
     if fw.per_op or arch not in ("allreduce", "ps"):
         raise ValueError(f"level='message' times bytes only: it has no framework costs, no pipelined BytePS and "
                          f"no switch (got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
