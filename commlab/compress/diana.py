@@ -3,17 +3,17 @@
 
 Worker i keeps a shift h_i (per tensor ``key``, h_i = 0 at first); the server, or every rank
 after an all-gather, keeps their average h = (1/N) sum_i h_i. Each round, with an unbiased
-compressor Q of variance omega (E ||Q(v) - v||^2 <= omega ||v||^2; here QSGD):
+compressor Q of variance theta (E ||Q(v) - v||^2 <= theta ||v||^2; here QSGD; the paper writes omega):
 
     worker i:  Delta_i = Q(g_i - h_i),  sends Delta_i,  h_i <- h_i + alpha Delta_i
     aggregate: g = h + (1/N) sum_i Delta_i,  h <- h + alpha (1/N) sum_i Delta_i
 
 so each h_i tracks g_i (and h their mean), E[g_i-estimate] = E[h_i + Delta_i] = g_i (unbiased),
-and the compression error E ||Delta_i - (g_i - h_i)||^2 <= omega ||g_i - h_i||^2 shrinks as the
+and the compression error E ||Delta_i - (g_i - h_i)||^2 <= theta ||g_i - h_i||^2 shrinks as the
 shifts learn the gradients: unlike plain QSGD, the variance vanishes at the optimum (where the
 g_i are fixed), which gives linear convergence for strongly convex problems. The paper takes
-alpha <= 1 / (omega + 1); ``alpha=None`` picks exactly that for QSGD's
-omega = min(b / s^2, sqrt(b) / s).
+alpha <= 1 / (theta + 1); ``alpha=None`` picks exactly that for QSGD's
+theta = min(b / s^2, sqrt(b) / s).
 
 As a Compressor: ``compress(g, key)`` sends Q(g - h_i) and moves h_i (worker state);
 ``decompress(p)`` is Delta_i; ``combine(payloads, key)`` is the aggregate above and moves h
@@ -42,9 +42,9 @@ class Diana(Compressor):
     def __init__(self, levels: int = 16, bucket: int = 512, alpha: float | None = None, seed: int = 0):
         super().__init__(seed)
         self.quantizer = QSGD(levels, bucket, seed=seed)
-        omega = self.quantizer.omega((bucket,))
-        self.omega = omega
-        self.alpha = 1 / (omega + 1) if alpha is None else check_number(alpha, self.name, "alpha", 0, 1,
+        theta = self.quantizer.theta((bucket,))
+        self.theta = theta
+        self.alpha = 1 / (theta + 1) if alpha is None else check_number(alpha, self.name, "alpha", 0, 1,
                                                                         low_open=True)
         self.shifts: dict = {}   # worker: h_i per key
         self.server: dict = {}   # aggregate: h per key

@@ -55,15 +55,16 @@ class QSGD(Compressor):
         self.coding = coding
         self.bits = 1 + coding_bits(levels)
 
-    def omega(self, shape) -> float:
-        """The variance factor of Lemma 3.1 for a tensor of ``shape``: E ||Q(x) - x||^2 <= omega ||x||^2,
-        omega = min(b / s^2, sqrt(b) / s) with b the bucket (or the whole tensor, if smaller)."""
+    def theta(self, shape) -> float:
+        """The variance factor of Lemma 3.1 (theta in the book's notation) for a tensor of ``shape``:
+        E ||Q(x) - x||^2 <= theta ||x||^2, theta = min(b / s^2, sqrt(b) / s) with b the bucket (or
+        the whole tensor, if smaller)."""
         b, s = min(self.bucket, max(math.prod(shape), 1)), self.levels
         return min(b / s ** 2, b ** 0.5 / s)
 
     def variance_bound(self, t: torch.Tensor) -> float:
-        """omega ||v||^2 summed over the buckets of t."""
-        return self.omega(t.shape) * float(work(t).double().pow(2).sum())
+        """theta ||v||^2 summed over the buckets of t."""
+        return self.theta(t.shape) * float(work(t).double().pow(2).sum())
 
     def quantize(self, x: torch.Tensor):
         """(norms, levels as floats in 0..s, negative) of a flat work tensor."""

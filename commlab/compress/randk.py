@@ -104,8 +104,9 @@ class RandK(Compressor):
             raise ValueError(f"{self.name}: from_summed must follow summable on a tensor of the same size")
         return self._expand(s, self._last[0], like.shape, like.dtype, count)
 
-    def omega(self, shape) -> float:
-        """The variance factor for a tensor of ``shape``: E ||C(x) - x||^2 = (d/k - 1) ||x||^2."""
+    def theta(self, shape) -> float:
+        """The variance factor (the book's theta) for a tensor of ``shape``: E ||C(x) - x||^2 =
+        theta ||x||^2 with theta = d/k - 1."""
         d = math.prod(shape)
         k = kept(self.ratio, d)
         return d / k - 1 if k else math.inf
