@@ -61,3 +61,15 @@ def test_megatron_table_and_plan_figure():
 def test_layout_explorer_draws_its_default(monkeypatch):
     ui = ch10.layout_explorer()
     assert ui is not None
+
+
+def test_layouts_shown_is_the_planner_rows_narrowed():
+    layouts = planner.candidates("gpt3-175b", 64, batch=64).head(5)
+    shown = ch10.layouts_shown(layouts)
+    assert list(shown.columns) == ["ZeRO", "m", "GB/GPU", "s/step", "TFLOP/s/GPU"] and len(shown) == 5
+    for k, label in enumerate(shown.index):  # each row, planned again from its label, is the planner's
+        tp, pp, dp = map(int, label.split("×"))
+        again = planner.plan("gpt3-175b", 64, tp, pp, dp, int(shown.ZeRO.iloc[k]), batch=64).row()
+        assert again["m"] == shown.m.iloc[k] and round(again["step_s"], 3) == shown["s/step"].iloc[k]
+        assert round(again["memory_gb"], 1) == shown["GB/GPU"].iloc[k]
+        assert round(again["tflops_per_gpu"], 1) == shown["TFLOP/s/GPU"].iloc[k]

@@ -232,6 +232,15 @@ def threed_runs(steps: int = 30) -> dict:
             "dp=2, tp=2, pp=2": Trainer(workers=8, parallel="dp=2,tp=2,pp=2,micro_batches=4", **TOKENS).fit(steps)}
 
 
+def layouts_shown(layouts: pd.DataFrame) -> pd.DataFrame:
+    """The planner's candidates (:func:`commlab.parallel.planner.candidates`) as the chapter shows
+    them, narrow enough for the page: the layout "t x p x d", ZeRO stage, micro-batches, GB per
+    GPU, seconds per step and TFLOP/s per GPU (fit, bytes per link class and % of peak left out)."""
+    return pd.DataFrame({"ZeRO": layouts.zero, "m": layouts.m, "GB/GPU": layouts.memory_gb.round(1),
+                         "s/step": layouts.step_s.round(3), "TFLOP/s/GPU": layouts.tflops_per_gpu.round(1)}).set_axis(
+        [f"{t}×{p}×{d}" for t, p, d in zip(layouts.tp, layouts.pp, layouts.dp)]).rename_axis("t×p×d")
+
+
 def megatron_table(efficiency: float = planner.EFFICIENCY) -> pd.DataFrame:
     """Megatron-LM's published runs (Narayanan et al. SC'21) beside the planner's TFLOP/s and peak."""
     rows = {}
