@@ -36,6 +36,15 @@ def test_ina_tables_and_switch_run():
     assert run["bytes sent/worker"].iloc[0] == run["wire formula"].iloc[0]
 
 
+def test_switch_training_is_the_ring_training_with_the_switch_bytes():
+    runs, table = ch11.switch_training(workers=3, steps=4)
+    ring, switch = runs["ring"].loss, runs["switchml"].loss
+    assert len(ring) == len(switch) == 4 and all(abs(a - b) <= 1e-6 * abs(a) for a, b in zip(ring, switch))
+    assert (table["bytes/worker/step"] == table["formula"]).all()
+    assert table.loc["ring", "bytes/worker/step"] == pytest.approx(2 * 2 / 3 * table.loc["switchml", "formula"], rel=0.02)
+    assert table.loc["ring", "sim ms/step"] == pytest.approx(table.loc["ring", "closed form ms/step"], rel=1e-4)
+
+
 def test_protocol_scaling_and_inference_tables():
     scaling = ch11.scaling_table(nodes=(1, 16))
     assert scaling.loc[64, "rdma-100GbIB"] > scaling.loc[64, "tcp-100GbE"] > scaling.loc[64, "tcp-10GbE"]

@@ -7,12 +7,13 @@ or runs it (the switch rank and the elastic run); nothing here is a result typed
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import torch
 
 from ..arch import ring
 from ..infra import elastic, faults, inference, jobs, placement
-from ..arch.switch import switch_allreduce
+from ..arch.switch import InNetwork, switch_allreduce
 from ..runtime import launch
 from ..sim import Cluster, iteration
 from ..sim import fabric_sync as fs
@@ -23,6 +24,7 @@ from ..sim.gpu_fabric import build, gpu_cluster, switch_count
 from ..arch.innetwork import ina_speedup
 from ..net.link import get_link as link
 from ..net.protocols import PROTOCOLS
+from ..train import Trainer
 
 MB = 1e6
 
@@ -100,6 +102,28 @@ def switch_run(workers: int = 4, n: int = 10_000) -> pd.DataFrame:
                          "bytes sent/worker": [results[0][1]], "wire formula": [4 * (n + -(-n // 64)) + 16],  # values, one index per packet, the scale exchange
                          "ring bytes/worker": [2 * (workers - 1) / workers * 4 * n],
                          "slots": [8], "switch memory B": [record["pool_bytes"]]}, index=[f"{workers} workers"])
+
+
+def switch_training(workers: int = 4, steps: int = 20, net: str = "rdma-100GbE") -> tuple[dict, pd.DataFrame]:
+    """The digits MLP trained on threads over ``arch="ring"`` and ``arch="switchml"`` (8 slots of 64
+    values): {arch: History}, and per arch the bytes each worker sent per step (run and formula:
+    the ring's 2 (p-1)/p of the 4n gradient bytes, the switch's 4 (n + chunks) + 16), the
+    simulated ms of a step (the run's clock, median over the steps, whose last batch of an epoch
+    is smaller; and the closed form of a full batch: compute plus ``ring.cost`` or
+    :func:`~commlab.arch.innetwork.ina_time`), and the final loss."""
+    trainers = {arch: Trainer(model="mlp", data="digits", workers=workers, arch=arch, net=net, runtime="threads",
+                              seed=0, progress=False) for arch in ("ring", "switchml")}
+    runs = {arch: t.fit(steps=steps) for arch, t in trainers.items()}
+    t = trainers["ring"]
+    n, compute = t.num_params, t.flops_per_sample * t.config.batch_size / t.network.flops
+    switch = InNetwork()  # the defaults of arch="switchml"
+    formula = {"ring": 2 * (workers - 1) / workers * 4 * n, "switchml": 4 * (n + -(-n // switch.elements)) + 16}
+    closed = {"ring": ring.cost(4 * n, workers, link(net)), "switchml": switch.time(4 * n, workers, net)}
+    table = pd.DataFrame({arch: {"bytes/worker/step": sum(h.bytes_sent[-1]) / workers, "formula": formula[arch],
+                                 "sim ms/step": 1e3 * float(np.median(np.diff(h.sim_time, prepend=0.0))),
+                                 "closed form ms/step": 1e3 * (compute + closed[arch]), "final loss": h.loss[-1]}
+                          for arch, h in runs.items()}).T
+    return runs, table
 
 
 # ----------------------------------------------------------------------------- protocols
