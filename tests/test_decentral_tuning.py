@@ -72,7 +72,7 @@ def test_blow_up_ends_with_inf():
 
 def test_node_compressors_are_seeded_like_the_trainer():
     q = node_compressors("qsgd(levels=3)", 4, seed=10)
-    assert all(isinstance(c, Scaled) for c in q)              # unbiased: scaled by 1 / (1 + omega)
+    assert all(isinstance(c, Scaled) for c in q)              # unbiased: scaled by 1 / (1 + theta)
     assert [c.inner.seed for c in q] == [10, 11, 12, 13]      # independent noise per node
     r = node_compressors("randk(0.1)", 4, seed=10)
     assert [c.inner.seed for c in r] == [0, 0, 0, 0]          # shared indices on every node

@@ -128,9 +128,10 @@ class Compressor:
 
     name = "compressor"
     unbiased = False
-    # a delta-contraction, ||C(x) - x||^2 <= (1 - delta) ||x||^2 (top-k, scaled sign, casts): what
-    # CHOCO-SGD needs; an unbiased compressor with ``omega(shape)`` (E ||C(x) - x||^2 <= omega
-    # ||x||^2) becomes one when scaled by 1 / (1 + omega) (commlab.decentral.contraction)
+    # a contraction of quality omega, E ||C(x) - x||^2 <= (1 - omega) ||x||^2 (top-k, scaled sign,
+    # casts): what CHOCO-SGD needs; an unbiased compressor with ``theta(shape)``, its variance
+    # (E ||C(x) - x||^2 <= theta ||x||^2), becomes one when scaled by 1 / (1 + theta), with
+    # omega = 1 / (1 + theta) (commlab.decentral.contraction; notation of book/notation.md)
     contraction = False
     aggregation = "gather"
     no_error_feedback = None  # a reason, where wrapping in "+ef" would be wrong

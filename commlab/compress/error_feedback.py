@@ -5,9 +5,9 @@ With a compressor C and a residual e_t per tensor (e_0 = 0), each call with grad
     p_t = C(e_t + g_t),        e_{t+1} = e_t + g_t - p_t.
 
 The residual telescopes: sum_{t<T} p_t + e_T = sum_{t<T} g_t, so nothing is lost, only
-delayed. For a delta-contraction ||C(x) - x||^2 <= (1 - delta) ||x||^2 (top-k: delta = k/d;
-scaled sign: delta = ||x||_1^2 / (d ||x||_2^2)), the residual stays bounded by
-||e_t||^2 <= 4 (1 - delta) / delta^2 max_s ||g_s||^2, and EF-SGD converges at the rate of SGD
+delayed. For a contraction of quality omega, ||C(x) - x||^2 <= (1 - omega) ||x||^2 (top-k:
+omega = k/d; scaled sign: omega = ||x||_1^2 / (d ||x||_2^2)), the residual stays bounded by
+||e_t||^2 <= 4 (1 - omega) / omega^2 max_s ||g_s||^2, and EF-SGD converges at the rate of SGD
 with biased compressors (Karimireddy et al. 2019, "Error Feedback Fixes SignSGD and other
 Gradient Compression Schemes"; Stich et al. 2018, "Sparsified SGD with Memory"; first used
 with 1-bit SGD by Seide et al. 2014).

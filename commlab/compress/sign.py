@@ -7,8 +7,8 @@
   symmetric, with majority vote giving the variance reduction of N workers.
 * ``signum(momentum=0.9)``: per tensor (``key``) m <- beta m + (1 - beta) g, send sign(m)
   (Bernstein et al. 2018, signum). Majority vote as signSGD.
-* ``scaled_sign``: C(x) = (||x||_1 / d) sign(x), a delta-contraction with
-  delta = ||x||_1^2 / (d ||x||_2^2): ||C(x) - x||^2 = ||x||^2 - ||x||_1^2 / d. With error
+* ``scaled_sign``: C(x) = (||x||_1 / d) sign(x), a contraction of quality
+  omega = ||x||_1^2 / (d ||x||_2^2): ||C(x) - x||^2 = ||x||^2 - ||x||_1^2 / d. With error
   feedback this is EF-signSGD (Karimireddy et al. 2019, "Error Feedback Fixes SignSGD");
   the registry's ``ef_signsgd`` is ``scaled_sign+ef``. Aggregation "gather" (mean).
 * ``onebit(bucket=512)``: 1-bit SGD (Seide et al. 2014, "1-Bit Stochastic Gradient Descent
@@ -93,7 +93,7 @@ class ScaledSign(Compressor):
     """``ScaledSign()``: (||x||_1 / d) sign(x); with ``+ef`` it is EF-signSGD."""
 
     name = "scaled_sign"
-    contraction = True  # delta = ||x||_1^2 / (d ||x||_2^2)
+    contraction = True  # omega = ||x||_1^2 / (d ||x||_2^2)
     aggregation = "gather"
 
     def __init__(self):

@@ -12,7 +12,7 @@ holder. A step of worker i, in this order::
 with the gradient taken at the x_i the step started with, so that, as in D-PSGD, computing it
 and communicating can overlap. x_hat_i tracks x_i by compressed corrections whose size shrinks
 as x_hat_i catches up (an error feedback of the public copy), so any contraction Q works,
-even at 1% of the coordinates, given a consensus step gamma small enough for its delta
+even at 1% of the coordinates, given a consensus step gamma small enough for its omega
 (:mod:`commlab.decentral.contraction`). With Q exact and gamma = 1, x_hat = x after the
 exchange and the rule is x_i <- sum_j W_ij x_j - lr g_i(x_i): D-PSGD exactly.
 
@@ -54,7 +54,7 @@ class CHOCO(Decentralized):
         self.q = None
 
     def compressor_for(self, spec):
-        """The checked compressor made a contraction (an unbiased one scaled by 1 / (1 + omega))."""
+        """The checked compressor made a contraction (an unbiased one scaled by 1 / (1 + theta))."""
         return contraction(super().compressor_for(spec), spec)
 
     def update(self, worker, x, g):

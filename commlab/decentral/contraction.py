@@ -24,7 +24,6 @@ import math
 import torch
 
 from ..compress.base import Compressor, Payload
-from ..compress.error_feedback import ErrorFeedback
 
 
 class Scaled(Compressor):
@@ -53,7 +52,7 @@ def contraction(compressor: Compressor | None, spec=None) -> Compressor | None:
     if compressor is None:
         return None
     spec = spec or compressor.name
-    if isinstance(compressor, ErrorFeedback):
+    if compressor.remembers_error:
         raise ValueError(f"compress={spec!r}: CHOCO keeps its own memory of what it sent (x_hat); drop the '+ef'")
     if compressor.contraction:
         return compressor

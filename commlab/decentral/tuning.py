@@ -2,7 +2,7 @@
 
 CHOCO-SGD (:mod:`commlab.decentral.choco`; Koloskova, Lin, Stich and Jaggi, ICLR 2020) needs
 a consensus step gamma matched to its compressor: gamma = 1 is right for exact messages, and
-the stronger the compression (the smaller its delta), the smaller gamma must be, or the public
+the stronger the compression (the smaller its omega), the smaller gamma must be, or the public
 copies x_hat chase the models with errors that the gossip amplifies. The paper says gamma is
 tuned; the authors' code (epfml/ChocoSGD, ``tune_consensus_stepsize.py``) does it as here, on
 CHOCO-Gossip (Koloskova, Stich and Jaggi, ICML 2019), the same exchange without gradients:
@@ -15,7 +15,7 @@ seeded as the Trainer seeds them, made a contraction by
 
 With Q exact and gamma = 1 this is X <- W X (x_hat = X after the exchange). The consensus
 error e_t = (1/n) sum_i ||x_i - x_bar||^2 shrinks linearly at a rate that depends on gamma,
-delta and the spectral gap; :func:`tune_gamma` returns the gamma of the grid with the
+omega and the spectral gap delta; :func:`tune_gamma` returns the gamma of the grid with the
 smallest e_T after T steps (the authors' code adds the error ||x - x_hat||^2 to the criterion
 and searches a finer grid, 20 points from 0.001 to 1, for 1000 steps). The grid is scanned from
 gamma = 1 down, and the scan stops once the error is 100 times the best so far: past the best
