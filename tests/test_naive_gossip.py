@@ -1,7 +1,7 @@
 """Naive compressed gossip equals X <- W C(X) - lr G."""
 import torch
 
-from commlab.decentral.naive import NaiveGossip
+from commlab.decentral.naive_gossip import NaiveGossip
 from decentral_harness import LR, gradients, mixing, models, rows, run_rule
 
 

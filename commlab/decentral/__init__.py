@@ -26,7 +26,7 @@ from .choco import CHOCO
 from .dcd import DCDPSGD
 from .dpsgd import DPSGD
 from .ecd import ECDPSGD
-from .naive import NaiveGossip
+from .naive_gossip import NaiveGossip
 
 RULES = (DPSGD, DCDPSGD, ECDPSGD, CHOCO, NaiveGossip, ADPSGD)
 for _cls in RULES:
