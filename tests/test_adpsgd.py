@@ -45,5 +45,5 @@ def test_a_straggler_does_not_hold_the_others_back():
 
 
 def test_compression_is_refused():
-    with pytest.raises(ValueError, match="sync='adpsgd' sends full models"):
+    with pytest.raises(ValueError, match="sync='adpsgd' sends its values exactly, with no compression"):
         Trainer(sync="adpsgd", compress="topk(0.1)", progress=False)

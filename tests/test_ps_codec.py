@@ -73,13 +73,14 @@ def test_signsgd_majority_vote_at_the_server():
 
 
 def test_bad_combinations_are_refused():
-    with pytest.raises(ValueError, match="reply_compress='fp16' compresses a parameter server's replies; use arch='ps'"):
+    with pytest.raises(ValueError, match="reply_compress='fp16' compresses a parameter server's replies; "
+                                         "arch='native' has none; valid: arch=ps"):
         Trainer(reply_compress="fp16")
     with pytest.raises(ValueError, match="drop the '\\+ef'"):
         Trainer(arch="ps", reply_compress="topk(0.1)+ef")
-    with pytest.raises(ValueError, match="'powersgd' aggregates by its own all-reduce protocol"):
+    with pytest.raises(ValueError, match="compress='powersgd' over arch='ps': aggregates by its own all-reduce protocol"):
         Trainer(arch="ps", compress="powersgd")
     with pytest.raises(ValueError, match="keeps per-round state in its aggregation.*sync='bsp'"):
         Trainer(arch="ps", sync="asp", compress="diana")
-    with pytest.raises(ValueError, match="co-located servers is not supported"):
+    with pytest.raises(ValueError, match=r"over arch='ps\(shards=2, colocated=True\)': carries no compression"):
         Trainer(arch="ps(shards=2, colocated=True)", compress="fp16")
