@@ -24,6 +24,8 @@ from .switch import InNetwork
 ARCHITECTURES = Registry("architecture")
 for _name in ALGORITHMS:
     ARCHITECTURES.register(_name, partial(AllReduce, _name))
+ARCHITECTURES.register("ps", ParameterServer)
+ARCHITECTURES.register("switchml", InNetwork)
 
 
 def register_allreduce(name: str, run, cost, *, on_cluster=None, program=None):
@@ -37,8 +39,6 @@ def register_allreduce(name: str, run, cost, *, on_cluster=None, program=None):
     algorithm = register(name, run, cost, on_cluster=on_cluster, program=program)
     ARCHITECTURES.register(name, partial(AllReduce, name))
     return algorithm
-ARCHITECTURES.register("ps", ParameterServer)
-ARCHITECTURES.register("switchml", InNetwork)
 
 
 def get(spec="native"):

@@ -39,7 +39,8 @@ def _ring_flows(rings, nbytes):
     return [(r[i], r[(i + 1) % len(r)], nbytes) for r in rings if len(r) > 1 for i in range(len(r))]
 
 
-def _nodes(fabric, gpus_per_node):
+def node_groups(fabric, gpus_per_node) -> list[list[int]]:
+    """The hosts of each node, node by node (ranks in order); ValueError unless ``gpus_per_node`` divides them."""
     p = len(fabric.hosts)
     if not checks.is_int(gpus_per_node) or gpus_per_node < 1 \
             or p % gpus_per_node:
@@ -60,7 +61,7 @@ def _intra_reduce_scatter(fabric, nodes, nbytes):
 
 def leader_allreduce(fabric, nbytes: float, gpus_per_node: int) -> float:
     """Reduce to each node's first GPU, ring among the leaders, broadcast back (see the module doc)."""
-    nodes = _nodes(fabric, gpus_per_node)
+    nodes = node_groups(fabric, gpus_per_node)
     g, leaders = gpus_per_node, [n[0] for n in nodes]
     gather = phase(fabric, [(r, n[0], nbytes / g) for n in nodes for r in n[1:]])
     scatter = phase(fabric, [(n[0], r, nbytes / g) for n in nodes for r in n[1:]])
@@ -70,7 +71,7 @@ def leader_allreduce(fabric, nbytes: float, gpus_per_node: int) -> float:
 
 def rail_allreduce(fabric, nbytes: float, gpus_per_node: int) -> float:
     """Reduce-scatter in the node, g concurrent rings across nodes (one per rail), all-gather."""
-    nodes = _nodes(fabric, gpus_per_node)
+    nodes = node_groups(fabric, gpus_per_node)
     rails = [[n[i] for n in nodes] for i in range(gpus_per_node)]
     count = len(nodes)
     inter = 2 * (count - 1) * phase(fabric, _ring_flows(rails, nbytes / gpus_per_node / count))

@@ -70,7 +70,7 @@ class OnFabric:
                              "sim.torus_2d, sim.gpu_cluster, ...)")
         checks.choice("all-reduce on a fabric", self.allreduce, ALLREDUCE, where="OnFabric")
         if self.gpus_per_node is not None:
-            fabric_sync._nodes(self.fabric, self.gpus_per_node)  # raises unless it divides the hosts
+            fabric_sync.node_groups(self.fabric, self.gpus_per_node)  # raises unless it divides the hosts
         elif self.allreduce != "ring":
             raise ValueError(f"OnFabric: allreduce={self.allreduce!r} needs gpus_per_node (the hosts of one "
                              "node, ranked node by node); allreduce='ring' does not")
