@@ -19,8 +19,10 @@ gradients a piece of layer l covers.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -44,7 +46,10 @@ class Profile:
     grad_bytes: bytes of each layer's gradient (what a worker sends per iteration);
     names: the layers' names; params: positions of each layer's parameters in
     ``model.parameters()`` (empty for a profile not measured from a model);
-    itemsize: bytes per gradient element (pieces are cut on element boundaries)."""
+    itemsize: bytes per gradient element (pieces are cut on element boundaries);
+    shapes: each layer's gradient tensors' shapes (what a compressor that works tensor by tensor
+    sees; empty: each layer one flat tensor, :meth:`tensor_shapes`); device: what the step was
+    timed on (a simulator's device, or None), which a simulator times compression arithmetic on."""
 
     forward_s: tuple
     backward_s: tuple
@@ -53,6 +58,8 @@ class Profile:
     names: tuple = ()
     params: tuple = ()
     itemsize: int = 4
+    shapes: tuple = ()
+    device: object = field(default=None, compare=False)
 
     def __post_init__(self):
         n = len(self.grad_bytes)
@@ -71,6 +78,15 @@ class Profile:
             raise ValueError(f"Profile: every layer's grad_bytes must be a multiple of itemsize={self.itemsize}")
         object.__setattr__(self, "names", tuple(self.names) or tuple(f"layer{l}" for l in range(n)))
         object.__setattr__(self, "params", tuple(tuple(p) for p in self.params))
+        shapes = tuple(tuple(tuple(int(d) for d in s) for s in layer) for layer in self.shapes)
+        if shapes and (len(shapes) != n or any(sum(math.prod(s) for s in layer) * self.itemsize != b
+                                                for layer, b in zip(shapes, self.grad_bytes))):
+            raise ValueError("Profile: shapes must list each layer's tensors, holding its grad_bytes / itemsize elements")
+        object.__setattr__(self, "shapes", shapes)
+
+    def tensor_shapes(self, layer: int) -> tuple:
+        """The shapes of layer ``layer``'s gradient tensors (one flat tensor if none were recorded)."""
+        return self.shapes[layer] if self.shapes else ((self.grad_bytes[layer] // self.itemsize,),)
 
     @property
     def layers(self) -> int:
@@ -90,8 +106,8 @@ class Profile:
         """The same shape with forward + backward summing to ``seconds`` (another device or batch)."""
         total = sum(self.forward_s) + sum(self.backward_s)
         k = seconds / total if total else 0.0
-        return Profile([f * k for f in self.forward_s], [b * k for b in self.backward_s], self.grad_bytes,
-                       self.batch, self.names, self.params, self.itemsize)
+        return dataclasses.replace(self, forward_s=[f * k for f in self.forward_s],
+                                   backward_s=[b * k for b in self.backward_s])
 
     def __repr__(self) -> str:
         return (f"Profile({self.layers} layers, {self.total_bytes / 1e6:.3g} MB of gradients, "
@@ -170,5 +186,6 @@ def model_profile(model: torch.nn.Module, example_input, flops: float = 1e12, se
     itemsize = tensors[0].element_size()
     prof = Profile([f / flops for f in fwd], [2 * f / flops for f in fwd], nbytes,
                    batch=int(next(iter(example_input.values())).shape[0] if isinstance(example_input, Mapping)
-                             else example_input.shape[0]), names=names, params=params, itemsize=itemsize)
+                             else example_input.shape[0]), names=names, params=params, itemsize=itemsize,
+                   shapes=[[tuple(tensors[i].shape) for i in ps] for ps in params])
     return prof if seconds is None else prof.scaled(seconds)

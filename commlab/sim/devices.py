@@ -18,9 +18,26 @@ the meta device and charges backward twice that. Its **scale** comes from the de
 
 :func:`builtin` builds and caches the survey's three profiles (building a meta model takes a
 second or two, so nothing is built at import); :data:`PROFILES` reads them lazily by name.
+
+**Compression arithmetic on a device.** A compressor declares what its encode and decode do as
+:class:`~commlab.compress.cost.Work`: memory passes over the tensor, kernel launches, a selection,
+host round trips. A device turns that into seconds (:meth:`Device.work_seconds`)::
+
+    t = launches x launch + syncs x sync + (passes x 4 d + select x 4 x select_passes) / (efficiency x memory_bandwidth)
+
+from its data sheet's memory bandwidth (the arithmetic of compressors is streaming, far below any
+GPU's FLOP rate per byte) and three constants that no data sheet gives, stated once for every
+GPU: ``efficiency`` 0.85, what a streaming kernel reaches of the peak (STREAM-like triads reach
+85-90% on V100, A100 and H100); ``launch`` 8 us, the cost of one eager PyTorch operator on a GPU
+(Python, the dispatcher and the kernel launch; the kernels of small tensors finish sooner than
+the host can issue them); ``sync`` 20 us, a host round trip (a ``.item()``) that drains the queue;
+``select_passes`` 16, the passes over 32-bit keys of ``torch.topk``'s radix select (2 bits a
+pass). The ``"cpu"`` device is this project's laptop-class CPU on one thread, measured here with
+torch (a streaming op, a tiny op, a top-k), so the model is checked where it can be measured.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,15 +52,34 @@ SEQ_LEN = 64  # the survey's BERT sentence length
 
 @dataclass(frozen=True)
 class Device:
-    """A GPU: a sustained FLOP rate and, per model name, a measured (batch, samples/s)."""
+    """A GPU: a sustained FLOP rate, per model name a measured (batch, samples/s), and what times
+    compression arithmetic on it (module doc): memory bandwidth (bytes/s, the data sheet's peak),
+    the fraction of it a streaming kernel reaches, seconds per kernel launch and per host round
+    trip, and the passes a top-k selection makes over its keys."""
 
     name: str
     flops: float
     calibration: dict = field(default_factory=dict)
+    memory_bandwidth: float = 900e9
+    efficiency: float = 0.85
+    launch: float = 8e-6
+    sync: float = 20e-6
+    select_passes: float = 16.0
 
     def __post_init__(self):
         if not (isinstance(self.flops, (int, float)) and self.flops > 0):
             raise ValueError(f"Device {self.name!r}: flops must be a FLOP/s rate > 0, got {self.flops!r}")
+        for what in ("memory_bandwidth", "efficiency", "launch", "sync", "select_passes"):
+            value = getattr(self, what)
+            if not (checks.is_number(value) and value >= 0) or (what in ("memory_bandwidth", "efficiency")
+                                                                 and not value > 0):
+                raise ValueError(f"Device {self.name!r}: {what}={value!r} must be a number "
+                                 f"{'> 0' if what in ('memory_bandwidth', 'efficiency') else '>= 0'}")
+
+    def work_seconds(self, work, numel: int) -> float:
+        """Seconds of :class:`~commlab.compress.cost.Work` on a tensor of ``numel`` elements (module doc)."""
+        moved = 4.0 * (work.passes * numel + work.select * self.select_passes)
+        return work.launches * self.launch + work.syncs * self.sync + moved / (self.efficiency * self.memory_bandwidth)
 
     def seconds(self, name, batch: int):
         """Measured seconds of one step of model ``name`` at ``batch``, or None."""
@@ -52,12 +88,23 @@ class Device:
 
 
 DEVICES: dict[str, Device] = {
+    # NVIDIA GeForce RTX 2080 Ti: 13.4 TFLOP/s FP32 peak, 616 GB/s GDDR6 (352-bit, 14 Gb/s)
     "rtx2080ti": Device("rtx2080ti", 6.5e12, {"resnet50": (64, 253.1), "bert-base": (64, 212.8),
-                                              "bert-large": (8, 49.0)}),
-    # NVIDIA A100 datasheet: 312 TFLOP/s dense bf16/fp16 tensor-core peak; no measured step times
-    "a100": Device("a100", 312e12),
-    # NVIDIA H100 SXM datasheet: 989 TFLOP/s dense bf16 tensor-core peak; no measured step times
-    "h100": Device("h100", 989e12),
+                                              "bert-large": (8, 49.0)}, memory_bandwidth=616e9),
+    # NVIDIA Tesla V100 SXM2 datasheet: 15.7 TFLOP/s FP32, 900 GB/s HBM2; sustained FLOPs at the
+    # 2080 Ti's fraction of its FP32 peak (6.5 of 13.4); no measured step times
+    "v100": Device("v100", 15.7e12 * 6.5 / 13.4, memory_bandwidth=900e9),
+    # NVIDIA A100 (40 GB SXM) datasheet: 312 TFLOP/s dense bf16/fp16 tensor-core peak, 1,555 GB/s HBM2
+    "a100": Device("a100", 312e12, memory_bandwidth=1555e9),
+    # NVIDIA H100 SXM datasheet: 989 TFLOP/s dense bf16 tensor-core peak, 3.35 TB/s HBM3
+    "h100": Device("h100", 989e12, memory_bandwidth=3.35e12),
+    # NVIDIA H200 datasheet: the H100's compute, 4.8 TB/s HBM3e (the GPU this project was lent)
+    "h200": Device("h200", 989e12, memory_bandwidth=4.8e12),
+    # this project's 2-core CPU on one torch thread, measured with torch 2.13: 156 GFLOP/s in a
+    # 1024^2 matmul, 25-44 GB/s in streaming ops (30 taken, efficiency 1), 1.4 us per operator on
+    # a tiny tensor, 4 us more for a host read of a result; our top-k on a CPU compares every
+    # entry against a sampled threshold and selects among the few that pass (about 2 passes)
+    "cpu": Device("cpu", 156e9, memory_bandwidth=30e9, efficiency=1.0, launch=1.4e-6, sync=4e-6, select_passes=2.0),
 }
 BUILTINS = ("resnet50", "bert-base", "bert-large")
 
@@ -117,6 +164,7 @@ def profile(model, batch: int | None = None, device="rtx2080ti", seq_len: int = 
     if batch is not None and prof.batch != batch:
         raise ValueError(f"batch={batch} but example_input holds {prof.batch} samples")
     seconds = dev.seconds(name, prof.batch) if name is not None else None
+    prof = dataclasses.replace(prof, device=dev)
     return prof if seconds is None else prof.scaled(seconds)
 
 

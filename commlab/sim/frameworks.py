@@ -18,7 +18,16 @@ quantitative survey's grid (Shi et al., IEEE Network 2021; HKBU-HPML/ddl-benchma
   constant.
 * ``byteps``: 0.565 ms per 4,096,000-byte partition (the survey's ``BYTEPS_PARTITION_BYTES``). The
   cell: BERT-Base, WFBP over the parameter server, 4 GPUs of one node (652.78 samples/s).
+* ``ddp``: PyTorch DistributedDataParallel: its buckets go to NCCL with no negotiation among the
+  ranks, and no cell of the survey measured it, so no cost per operation is charged; give it a
+  schedule of buckets, ``schedule="fusion(mb=25)"`` being DDP's default.
 * ``ideal``: nothing; the default outside the survey's methods.
+
+**How each sends compressed tensors** (``compress_per``, :mod:`commlab.sim.compression`): Horovod
+with a compressor compresses every tensor on its own in its hook (its ``Compression`` classes and
+GRACE's compressors, Xu et al., ICDCS 2021), and ByteScheduler and BytePS, which sit on Horovod's
+or their own per-tensor hooks, do the same: ``"tensor"``. DDP's communication hooks (its fp16 and
+PowerSGD hooks) receive a fused bucket: ``"bucket"``, as does ``ideal``.
 
 Cost of a message of n bytes: ``per_op * ceil(n / partition)`` (``per_op`` once when the framework
 does not partition). :data:`CALIBRATION` lists the cells, so that a test can solve them again.
@@ -33,12 +42,16 @@ from .. import checks
 
 @dataclass(frozen=True)
 class Framework:
-    """A framework's seconds per operation, and the partition size it cuts messages into (None:
-    one operation per message)."""
+    """A framework's seconds per operation, the partition size it cuts messages into (None: one
+    operation per message), and what it compresses as one tensor: "tensor" or "bucket"."""
 
     name: str
     per_op: float
     partition: int | None = None
+    compress_per: str = "bucket"
+
+    def __post_init__(self):
+        checks.choice("compress_per", self.compress_per, ("tensor", "bucket"))
 
     def cost(self, nbytes: float) -> float:
         """Seconds this framework adds to a message of ``nbytes``."""
@@ -50,9 +63,10 @@ class Framework:
 HOROVOD_OP = 1.08e-3
 FRAMEWORKS: dict[str, Framework] = {
     "ideal": Framework("ideal", 0.0),
-    "horovod": Framework("horovod", HOROVOD_OP),
-    "bytescheduler": Framework("bytescheduler", HOROVOD_OP, 4_000_000),
-    "byteps": Framework("byteps", 0.565e-3, 4_096_000),
+    "horovod": Framework("horovod", HOROVOD_OP, compress_per="tensor"),
+    "bytescheduler": Framework("bytescheduler", HOROVOD_OP, 4_000_000, compress_per="tensor"),
+    "byteps": Framework("byteps", 0.565e-3, 4_096_000, compress_per="tensor"),
+    "ddp": Framework("ddp", 0.0),
 }
 # framework -> the one cell of the survey's grid its constant comes from
 CALIBRATION = {
