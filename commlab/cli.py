@@ -7,6 +7,9 @@
       python -m commlab train --model mlp --data digits --workers 8 --sync "ssp(staleness=2)" \\
           --arch ps --compress "topk(0.01)+ef" --net 10GbE --steps 300 --out run.csv
 
+  ``--compress-per tensor`` sends each parameter tensor as its own compressed message instead of
+  the fused buffer (the Trainer's ``compress_per``).
+
 * ``simulate``: one data-parallel iteration of a built-in profile on a cluster of
   :mod:`commlab.sim`, its timeline summary, and the speedup table from 1 GPU up::
 
@@ -41,6 +44,7 @@ from . import sync as sync_pkg
 from .net.link import PROFILES
 from .history import Diverged
 from .runtime import RUNTIMES, RankError
+from .spec import COMPRESS_PER
 from .parallel.configs import MODELS as LARGE
 
 
@@ -72,6 +76,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--sync", default="bsp", help='e.g. bsp, "ssp(staleness=2)", "local_sgd(period=4)", dpsgd')
     t.add_argument("--arch", default="native", help='e.g. ring, "ps(shards=2)", "gossip(topology=\'ring\')"')
     t.add_argument("--compress", default=None, help='e.g. "topk(0.01)+ef", "qsgd(levels=16)"')
+    t.add_argument("--compress-per", default="bucket", choices=COMPRESS_PER,
+                   help="compressed messages: the fused buffer (bucket) or one per parameter tensor")
     t.add_argument("--schedule", default=None, help='e.g. wfbp, "fusion(mb=25)", mg_wfbp')
     t.add_argument("--net", default=None, help="a link for the simulated clock, e.g. 10GbE")
     t.add_argument("--runtime", default="threads", choices=RUNTIMES)
@@ -140,8 +146,9 @@ def _train(p, a) -> int:
         p.error(f"--steps {a.steps} must be >= 1")
     try:
         trainer = Trainer(a.model, a.data, workers=a.workers, sync=a.sync, arch=a.arch, compress=a.compress,
-                          schedule=a.schedule, net=a.net, runtime=a.runtime, seed=a.seed, batch_size=a.batch_size,
-                          lr=a.lr, momentum=a.momentum, eval_every=a.eval_every, progress=not a.no_progress)
+                          compress_per=a.compress_per, schedule=a.schedule, net=a.net, runtime=a.runtime,
+                          seed=a.seed, batch_size=a.batch_size, lr=a.lr, momentum=a.momentum,
+                          eval_every=a.eval_every, progress=not a.no_progress)
     except (ValueError, TypeError) as e:
         p.error(str(e))
     try:

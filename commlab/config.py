@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from . import checks
 from .data import Dataset
 from .runtime import RUNTIMES
+from .spec import COMPRESS_PER
 
 SPLITS = ("iid", "dirichlet")
 
@@ -38,6 +39,7 @@ class Config:
     arch: str = "native"
     compress: object = None
     reply_compress: object = None
+    compress_per: str = "bucket"
     schedule: object = None
     parallel: object = None
     runtime: str = "threads"
@@ -135,6 +137,13 @@ def split(name, v):
         raise ValueError(f"Trainer option {name}={v!r} is not known; valid: {', '.join(SPLITS)}")
 
 
+def compress_per(name, v):
+    """Rule: one of :data:`commlab.spec.COMPRESS_PER`, how compressed gradients are cut into messages
+    (whether a combination can cut them so is the rulebook's, :mod:`commlab.rules`)."""
+    if not isinstance(v, str) or v not in COMPRESS_PER:
+        raise ValueError(f"Trainer option {name}={v!r} is not known; valid: {', '.join(COMPRESS_PER)}")
+
+
 def runtime(name, v):
     """Rule: one of :data:`RUNTIMES`; ``'torchrun'`` gets a hint to pass 'gloo' or 'nccl' instead."""
     if v in RUNTIMES and isinstance(v, str):
@@ -161,6 +170,6 @@ def data(name, v):
 RULES = {
     "model": model, "data": data, "workers": positive_int, "runtime": runtime, "seed": any_int,
     "batch_size": positive_int, "lr": positive, "momentum": unit_interval, "weight_decay": non_negative,
-    "split": split, "dirichlet_alpha": positive, "eval_every": positive_int, "progress": boolean,
-    "timeout": positive, "data_kw": a_dict, "model_kw": a_dict,
+    "split": split, "compress_per": compress_per, "dirichlet_alpha": positive, "eval_every": positive_int,
+    "progress": boolean, "timeout": positive, "data_kw": a_dict, "model_kw": a_dict,
 }

@@ -6,11 +6,11 @@ none elsewhere, asks for a component by its name.
 
 * a synchronizer (:class:`commlab.sync.base.Synchronizer`): ``needs`` (services of the exchange:
   ``step``, ``average``, ``server``, ``neighbours``), ``takes_arch``, ``compresses``, ``decodes``
-  (a rule that talks over comm itself), ``schedulable``, ``takes_momentum``, ``runtimes``,
-  ``server_policy()``;
+  and ``compresses_per`` (a rule that talks over comm itself), ``schedulable``, ``takes_momentum``,
+  ``runtimes``, ``server_policy()``;
 * an architecture (:class:`commlab.arch.base.Architecture`): ``provides``, ``decodes``
   (``together``, ``each``, ``none``), ``replies``, ``schedulable``, ``schedules_compressed``,
-  ``needs_policy``;
+  ``needs_policy``, ``compresses_per``;
 * a compressor (:class:`commlab.compress.base.Compressor`, read through any wrapper as ``.base``):
   ``protocol``, ``aggregation``, ``keeps_round_state``, ``applies_momentum``, ``whole_tensors``,
   ``remembers_error``;
@@ -21,6 +21,8 @@ anything, a compressor's own all-reduce protocol too; a receiver that decodes ``
 alone (a server, a neighbour) cannot run such a protocol, and a compressor whose aggregation keeps
 state across rounds needs a synchronous server policy; a ``weighted`` receiver (FedAvg's server)
 also loses a majority vote's size and skips aggregation state; ``none`` carries no compression.
+A ``compress_per`` other than the default (``"tensor"``) needs a compressor and an exchange (or a
+rule that talks over comm itself) that declares it in ``compresses_per``.
 
 Each error names the conflict and the valid choices, which are read from the registries and
 the same declarations. :func:`markdown` draws the tables of allowed combinations that
@@ -28,6 +30,7 @@ docs/architecture.md shows (``python -m commlab rules`` prints them; a test keep
 """
 from __future__ import annotations
 
+from dataclasses import fields
 from functools import partial
 
 from . import arch as arch_pkg
@@ -39,6 +42,7 @@ from . import sync as sync_pkg
 from .arch.aggregate import PROTOCOLS
 from .config import Config
 
+_DEFAULT_PER = next(f.default for f in fields(Config) if f.name == "compress_per")
 NEEDS = {"step": "averages each step's gradients", "average": "averages models",
          "server": "runs over a parameter server", "neighbours": "averages with neighbours only"}
 
@@ -163,6 +167,25 @@ def _compression(k: Combination) -> str | None:
                 "(the server keeps what each worker holds); drop the '+ef'")
 
 
+def _compress_per(k: Combination) -> str | None:
+    """``compress_per`` other than the default acts only on compressed messages, and only where
+    the exchange (or a rule that talks over comm itself) declares it can cut them so."""
+    c, per = k.config, k.config.compress_per
+    if per == _DEFAULT_PER:
+        return None
+    if k.compressor is None and k.reply is None:
+        return (f"compress_per={per!r} cuts compressed gradients into messages, but compress=None sends the "
+                f"fused buffer uncompressed; valid: compress_per={_DEFAULT_PER!r} (the default), or a compressor")
+    if k.sync.takes_arch and per not in k.arch.compresses_per:
+        valid = _names(arch_pkg.ARCHITECTURES, lambda n: per in _arch_class(n).compresses_per)
+        return (f"compress_per={per!r}: arch={c.arch!r} compresses its fused buffer's pieces (compress_per="
+                f"{' or '.join(map(repr, k.arch.compresses_per))}); valid with compress_per={per!r}: arch={valid}")
+    if not k.sync.takes_arch and per not in k.sync.compresses_per:
+        return (f"compress_per={per!r}: sync={c.sync!r} compresses its own messages per "
+                f"{' or '.join(map(repr, k.sync.compresses_per))}; valid: compress_per="
+                f"{', '.join(map(repr, k.sync.compresses_per))}")
+
+
 def _momentum(k: Combination) -> str | None:
     c = k.config
     if not c.momentum:
@@ -174,7 +197,7 @@ def _momentum(k: Combination) -> str | None:
                 f"use momentum=0 in the Trainer, got momentum={c.momentum!r}")
 
 
-RULES = (_runtime, _arch, _sends_compressed, _schedule, _compression, _momentum)
+RULES = (_runtime, _arch, _sends_compressed, _schedule, _compression, _compress_per, _momentum)
 
 
 def conflict(k: Combination) -> str | None:

@@ -18,6 +18,12 @@ import inspect
 import math
 from dataclasses import dataclass, field
 
+# How compressed gradients are cut into messages, one word for every part that says it (the
+# Trainer's ``compress_per`` and the simulator's frameworks): "bucket", the fused buffer (or a
+# schedule's buckets) compressed as one tensor, as PyTorch DDP's communication hooks do; "tensor",
+# each parameter tensor its own compressed message, as Horovod's compression does.
+COMPRESS_PER = ("bucket", "tensor")
+
 
 @dataclass(frozen=True)
 class Spec:

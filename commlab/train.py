@@ -61,8 +61,14 @@ class Trainer:
     "ps(shards=4)", "ps(shards=2, colocated=True)"; server ranks are added after the workers), or
     "gossip(topology='ring')" (torus, hypercube, exponential, complete, star, random_regular).
     compress: None or a compressor spec ("qsgd(levels=16)", "topk(0.01)+ef", "powersgd(rank=2)",
-    ...), applied layer by layer over an all-reduce architecture, to the pushes over a parameter
+    ...), applied to the gradients over an all-reduce architecture, to the pushes over a parameter
     server; reply_compress: the server's replies too (double compression, arch="ps" only).
+    compress_per: how compressed gradients are cut into messages: "bucket" (default) compresses
+    the fused buffer of all gradients as one tensor (one message a step, one state for error
+    feedback; with a schedule, each of its buckets), as PyTorch DDP's communication hooks do;
+    "tensor" makes each parameter tensor its own compressed message, as Horovod's compression does
+    (over an all-reduce, or FedAvg's uploads; refused without a compressor). A compressor of whole
+    tensors (PowerSGD's matrices) gets each weight in its shape either way.
     schedule: None (every gradient in one message after backward) or a policy of
     :mod:`commlab.schedule` ("wfbp", "fusion(mb=25, first_mb=1)", "mg_wfbp",
     "bytescheduler(partition_mb=4, credit_mb=16)", "p3(slice_kb=256)"), sync="bsp" only: its
@@ -204,7 +210,7 @@ def _train_rank(comm, c: Config, ds, shards, flops, shared, steps, scheduled=Non
     optimizer = torch.optim.SGD(model.parameters(), lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)
     sync, arch = sync_pkg.get(c.sync), arch_pkg.get(c.arch)
     setup = ExchangeSetup(c.workers, reply=compress_pkg.get(c.reply_compress), policy=sync.server_policy(),
-                          messages=None if scheduled is None else scheduled.ranges)
+                          messages=None if scheduled is None else scheduled.ranges, compress_per=c.compress_per)
     if arch.serves(comm.rank, c.workers):  # a server rank decodes with the run's compressor
         setup.compressor = compress_pkg.get(c.compress)
         return {"server": arch.serve(comm, model, optimizer, setup)}

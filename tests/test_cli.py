@@ -63,6 +63,11 @@ def test_help_names_every_dimension():
     (["advise", "--top", "0"], "--top 0 must be >= 1"),
     (["advise", "--top", "-3"], "--top -3 must be >= 1"),
     (["train", "--runtime", "mpi"], "invalid choice: 'mpi'"),
+    (["train", "--compress-per", "layer"], "invalid choice: 'layer' (choose from 'bucket', 'tensor')"),
+    (["train", "--compress-per", "tensor"], "compress_per='tensor' cuts compressed gradients into messages, but "
+                                            "compress=None"),
+    (["train", "--compress-per", "tensor", "--compress", "fp16", "--arch", "ps"],
+     "compress_per='tensor': arch='ps' compresses its fused buffer's pieces"),
     (["train", "--wokers", "4"], "unrecognized arguments: --wokers"),
     (["simulate", "--model", "resnet5"], "valid: resnet50, bert-base, bert-large"),
     (["simulate", "--method", "fast"], "invalid choice: 'fast'"),

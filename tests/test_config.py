@@ -10,11 +10,12 @@ from commlab import data
 from commlab.config import RULES, Config
 from commlab.runtime import RUNTIMES
 
-FIELDS = ["model", "data", "workers", "sync", "arch", "compress", "reply_compress", "schedule", "parallel", "runtime", "seed",
+FIELDS = ["model", "data", "workers", "sync", "arch", "compress", "reply_compress", "compress_per", "schedule", "parallel",
+          "runtime", "seed",
           "batch_size", "lr", "momentum", "weight_decay", "split", "dirichlet_alpha", "eval_every", "progress",
           "timeout", "data_kw", "model_kw"]
 DEFAULTS = dict(model="mlp", data="digits", workers=4, sync="bsp", arch="native", compress=None, reply_compress=None,
-                schedule=None, parallel=None, runtime="threads", seed=0, batch_size=32, lr=0.1, momentum=0.0, weight_decay=0.0,
+                compress_per="bucket", schedule=None, parallel=None, runtime="threads", seed=0, batch_size=32, lr=0.1, momentum=0.0, weight_decay=0.0,
                 split="iid", dirichlet_alpha=1.0, eval_every=10, progress=True, timeout=120.0, data_kw={}, model_kw={})
 
 
@@ -36,7 +37,8 @@ def test_every_checked_field_has_a_rule_and_the_dimensions_have_none():
     dict(momentum=0), dict(momentum=0.999), dict(weight_decay=0), dict(weight_decay=5e-4), dict(eval_every=1),
     dict(timeout=0.01), dict(timeout=5), dict(seed=-3), dict(seed=np.int32(2)), dict(split="dirichlet"),
     dict(dirichlet_alpha=0.01), dict(progress=False), dict(data_kw={"image": True}), dict(model_kw={"hidden": [8]}),
-    dict(model=lambda ds: None), dict(model="cnn"), dict(lr=np.float32(0.5)),
+    dict(model=lambda ds: None), dict(model="cnn"), dict(lr=np.float32(0.5)), dict(compress_per="bucket"),
+    dict(compress_per="tensor"),
 ] + [dict(runtime=r) for r in RUNTIMES])
 def test_valid_values_pass(kw):
     c = Config(**kw)
@@ -102,6 +104,13 @@ def test_split_choices(value):
     with pytest.raises(ValueError, match=rf"^Trainer option split={re.escape(repr(value))} is not known; "
                                          r"valid: iid, dirichlet$"):
         Config(split=value)
+
+
+@pytest.mark.parametrize("value", ["layer", "Tensor", "buckets", "", None, 1, ["tensor"]])
+def test_compress_per_choices(value):
+    with pytest.raises(ValueError, match=rf"^Trainer option compress_per={re.escape(repr(value))} is not known; "
+                                         r"valid: bucket, tensor$"):
+        Config(compress_per=value)
 
 
 @pytest.mark.parametrize("value", ["mpi", "Gloo", "", None, ["gloo"]])

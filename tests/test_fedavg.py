@@ -72,23 +72,26 @@ FED = dict(model="mlp", data="digits", workers=4, progress=False, eval_every=100
 SHAPES = [(64, 64), (64,), (10, 64), (10,)]  # the MLP's layers on digits: 64 -> 64 -> 10
 
 
-def _upload_bytes(compress):
+def _upload_bytes(compress, per):
     """What a client uploads per round, from the compressors' payload sizes: n_k as an int32,
-    then one payload per layer."""
+    then one payload of the whole update (per="bucket") or one per layer ("tensor")."""
+    shapes = SHAPES if per == "tensor" else [(sum(math.prod(s) for s in SHAPES),)]
     if compress == "qsgd(levels=4)":
-        return 4 + sum(qsgd_nbytes(s, 4, 512) for s in SHAPES)
+        return 4 + sum(qsgd_nbytes(s, 4, 512) for s in shapes)
     if compress == "topk(0.1)":
-        return 4 + sum(sparse_nbytes(s, count(0.1, math.prod(s)), torch.float32) for s in SHAPES)
+        return 4 + sum(sparse_nbytes(s, count(0.1, math.prod(s)), torch.float32) for s in shapes)
     raise AssertionError(compress)
 
 
+@pytest.mark.parametrize("per", ["bucket", "tensor"])
 @pytest.mark.parametrize("compress", ["qsgd(levels=4)", "topk(0.1)"])
-def test_compressed_upload_bytes_are_the_payload_sizes(compress):
+def test_compressed_upload_bytes_are_the_payload_sizes(compress, per):
     sync = "fedavg(fraction=0.75, local_steps=2)"
-    raw, fed = (Trainer(sync=sync, compress=c, **FED).fit(steps=4) for c in (None, compress))
+    raw = Trainer(sync=sync, **FED).fit(steps=4)
+    fed = Trainer(sync=sync, compress=compress, compress_per=per, **FED).fit(steps=4)
     d = sum(math.prod(s) for s in SHAPES)
     assert Trainer(**FED).num_params == d
-    up = _upload_bytes(compress)
+    up = _upload_bytes(compress, per)
     for r in range(4):
         picked = get(sync).chosen(r, 4, seed=0)
         for k in range(1, 4):

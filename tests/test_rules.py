@@ -77,6 +77,16 @@ def test_compressor_declarations_agree_with_the_code(name):
     (dict(sync="local_sgd(period=2)", schedule="wfbp"), r"sync='local_sgd\(period=2\)' cannot use it; valid with a "
                                                         r"schedule: sync=bsp, dynamic_batch$"),
     (dict(arch="ps(colocated=True)", compress="fp16"), r"over arch='ps\(colocated=True\)': carries no compression"),
+    (dict(arch="ring", compress="fp16", compress_per="tensor"), None),
+    (dict(sync="local_sgd(period=2)", compress="qsgd", compress_per="tensor"), None),
+    (dict(sync="fedavg", compress="qsgd", compress_per="tensor"), None),
+    (dict(arch="ring", compress_per="tensor"), r"^compress_per='tensor' cuts compressed gradients into messages, but "
+                                                r"compress=None sends the fused buffer uncompressed; valid: "
+                                                r"compress_per='bucket' \(the default\), or a compressor$"),
+    (dict(arch="ps(shards=2)", compress="qsgd", compress_per="tensor"),
+     r"^compress_per='tensor': arch='ps\(shards=2\)' compresses its fused buffer's pieces \(compress_per='bucket'\); "
+     r"valid with compress_per='tensor': arch=double_tree, .*native, ring, tree$"),
+    (dict(sync="dcd_psgd", compress="qsgd", compress_per="tensor"), r"arch='gossip' compresses its fused buffer's"),
 ])
 def test_each_rule_names_the_conflict_and_what_is_valid(kw, message):
     if message is None:

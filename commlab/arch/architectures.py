@@ -34,24 +34,29 @@ class ExchangeSetup:
     rank's, or None), ``reply`` (a parameter server's reply compressor, or None) and
     ``policy`` (the synchronizer's server policy, or None); ``messages``: a schedule's messages
     of a step, each a list of [start, stop) ranges of the flat parameter vector, in send order
-    (None: unscheduled), which a parameter server needs before its first push."""
+    (None: unscheduled), which a parameter server needs before its first push; ``compress_per``:
+    how compressed gradients are cut into messages (the Trainer's option, :mod:`commlab.arch.exchange`),
+    which an architecture that declares ``compresses_per=("bucket",)`` need not read."""
 
     workers: int
     compressor: object = None
     reply: object = None
     policy: object = None
     messages: list | None = None
+    compress_per: str = "bucket"
 
 
 class AllReduce(Architecture):
     """One all-reduce algorithm of :mod:`commlab.arch.collectives` with its keyword arguments:
     ``AllReduce("ring", segments=4)``. Bad arguments fail here, at construction. Every rank is a
     worker; every rank combines every payload, so any compressor runs over it, and a schedule's
-    messages, compressed or not."""
+    messages, compressed or not; compressed gradients go as the fused buffer (or a schedule's
+    buckets) or one message per tensor (``compress_per``)."""
 
     provides = frozenset({"step", "average"})
     decodes = "together"
     schedulable = schedules_compressed = True
+    compresses_per = ("bucket", "tensor")
 
     def __init__(self, algorithm: str = "ring", **kw):
         if algorithm not in collectives.ALGORITHMS:
@@ -69,7 +74,7 @@ class AllReduce(Architecture):
 
     def exchange(self, comm, model, optimizer, setup: ExchangeSetup) -> AllReduceExchange:
         """This worker's :class:`AllReduceExchange` over the algorithm, with the run's compressor."""
-        return AllReduceExchange(comm, self, setup.compressor)
+        return AllReduceExchange(comm, self, setup.compressor, setup.compress_per)
 
     def time(self, nbytes: float, workers: int, link, network=None) -> float:
         """Closed-form seconds of one all-reduce of ``nbytes`` on ``link``. An algorithm whose cost
@@ -97,7 +102,11 @@ class ParameterServer(Architecture):
     The servers own the parameters and run the workers' optimizer settings (lr, momentum,
     weight decay) under the synchronizer's policy (``needs_policy``). A server decodes each push
     alone (``decodes="each"``) and may compress its replies; co-located servers carry no
-    compression; a schedule's messages go to extra server ranks, uncompressed."""
+    compression; a schedule's messages go to extra server ranks, uncompressed. A push is the
+    fused gradient's piece for one shard, compressed as one tensor keyed by the shard (a reply
+    likewise), so compression is per bucket only (``compresses_per``; the rulebook refuses
+    ``compress_per="tensor"``): one compressed message per shard and step, as BytePS's
+    compression works on its partitions."""
 
     name = "ps"
     provides = frozenset({"step", "server"})

@@ -15,7 +15,11 @@ rank starts, what it offers. The Trainer never asks which architecture it holds:
 * ``replies``: it has server replies that ``reply_compress`` may compress;
 * ``schedulable``: its exchange can send a schedule's messages during backward, and
   ``schedules_compressed``: compressed ones too;
-* ``needs_policy``: the synchronizer must give it a server policy (``sync.server_policy()``).
+* ``needs_policy``: the synchronizer must give it a server policy (``sync.server_policy()``);
+* ``compresses_per``: how its exchange can cut compressed messages (:data:`commlab.spec.COMPRESS_PER`):
+  ``"bucket"``, the fused buffer (or its pieces: a server's shards, a schedule's buckets) compressed
+  as one tensor, which every architecture that carries compression does; ``"tensor"`` too where
+  it can send each parameter tensor as its own compressed message (an all-reduce).
 
 The base class answers the questions of the rank layout for the common case of one rank per
 worker and no server rank (``world_size``, ``serves``, ``serve``); ``check_workers`` refuses a
@@ -38,6 +42,7 @@ class Architecture:
     schedulable = False
     schedules_compressed = False
     needs_policy = False
+    compresses_per = ("bucket",)
 
     def check_workers(self, workers: int) -> None:
         """Raise ValueError if this architecture cannot hold ``workers`` workers (default: any number)."""

@@ -4,16 +4,26 @@ An architecture builds one exchange per worker rank (:mod:`commlab.arch.architec
 nothing above it needs to know whether a ring, a tree or a parameter server sits below:
 
 * ``step(model, optimizer)``: average this step's gradients over the workers and apply them
-  (BSP's step). Over all-reduce: one flat buffer through the algorithm, or, with a compressor,
-  each parameter's gradient replaced by the aggregate of C(g_i) (:mod:`commlab.arch.aggregate`,
-  layer by layer), then the local optimizer. Over a parameter server: push the gradient, the
-  server applies its optimizer by its policy, pull the parameters.
+  (BSP's step). Over all-reduce: one flat buffer through the algorithm, compressed or not, then
+  the local optimizer. Over a parameter server: push the gradient, the server applies its
+  optimizer by its policy, pull the parameters.
 * ``average(tensors)``: the average over the workers of each tensor (local SGD's models, or
   their compressed changes), returned as new tensors.
 * ``compressor``: what the exchange compresses with (None: nothing), ``close()``: leave.
 * ``message(m, tensors)``: one scheduled message m of a step (:mod:`commlab.schedule.engine`):
   ``gives`` says whether it returns the averaged gradients of ``tensors`` (all-reduce) or the
   parameters the server made from them (a parameter server).
+
+How compressed gradients are cut into messages over an all-reduce is the Trainer's
+``compress_per`` (:data:`commlab.spec.COMPRESS_PER`). ``"bucket"`` (the default): the step's
+gradients flattened into one buffer (or a schedule's bucket) and compressed as one tensor, keyed
+:data:`FUSED` (a bucket: ``("bucket", m)``), so error feedback, DGC's momentum or DIANA's shift is
+one state for the whole buffer, and the step pays one collective's start-ups, as PyTorch DDP's
+communication hooks (fp16, PowerSGD) compress its buckets. A compressor that declares
+``whole_tensors`` (PowerSGD's matrices) gets the buffer's tensors in their shapes, in one call of
+its protocol (its factors still travel in one all-reduce each). ``"tensor"``: each parameter
+tensor is its own compressed message (keys 0, 1, ...; in a bucket ``(m, i)``), as Horovod
+compresses each tensor: the same payload bytes but one collective, with its start-ups, per tensor.
 """
 from __future__ import annotations
 
@@ -22,7 +32,8 @@ from contextlib import nullcontext
 import torch
 
 from ..flat import flatten, grads, unflatten_into
-from .aggregate import aggregate, aggregate_all, own_protocol
+from ..spec import COMPRESS_PER
+from .aggregate import aggregate, aggregate_all
 
 
 class Exchange:
@@ -57,13 +68,19 @@ class Exchange:
         raise ValueError(f"{type(self).__name__} cannot send scheduled messages; use schedule=None")
 
 
+FUSED = "fused"  # the state key of an unscheduled step's fused buffer (a schedule's bucket m: ("bucket", m))
+
+
 class AllReduceExchange(Exchange):
     """Averages over an all-reduce ``algorithm`` (an :class:`~commlab.arch.architectures.AllReduce`),
-    compressed by ``compressor`` if given. Bytes per step and rank: the algorithm's (a ring:
-    2 (N-1)/N of the gradient), or the compressed payloads' (:mod:`commlab.arch.aggregate`)."""
+    compressed by ``compressor`` if given, per ``compress_per`` (the module doc). Bytes per step and
+    rank: the algorithm's (a ring: 2 (N-1)/N of the gradient), or the compressed payloads'
+    (:mod:`commlab.arch.aggregate`)."""
 
-    def __init__(self, comm, algorithm, compressor=None):
-        self.comm, self.algorithm, self.compressor = comm, algorithm, compressor
+    def __init__(self, comm, algorithm, compressor=None, compress_per: str = "bucket"):
+        if compress_per not in COMPRESS_PER:
+            raise ValueError(f"compress_per={compress_per!r} is not known; valid: {', '.join(COMPRESS_PER)}")
+        self.comm, self.algorithm, self.compressor, self.compress_per = comm, algorithm, compressor, compress_per
 
     def step(self, model, optimizer) -> None:
         """All-reduce the gradients (compressed if a compressor is set), average, then the optimizer step."""
@@ -75,6 +92,19 @@ class AllReduceExchange(Exchange):
                 gi.copy_(avg)
         optimizer.step()
 
+    def _compressed(self, tensors: list, key, keys: list) -> list[torch.Tensor]:
+        """The compressed average of ``tensors``, cut as ``compress_per`` says (module doc): their
+        concatenation as one tensor keyed ``key``, a whole-tensor compressor's tensors (``keys``) in
+        one call of its protocol, or each tensor (``keys``) its own message."""
+        c, comm, name, kw = self.compressor, self.comm, self.algorithm.name, self.algorithm.kw
+        if self.compress_per == "tensor":
+            return [aggregate(comm, c, t, k, name, **kw) for t, k in zip(tensors, keys)]
+        if c.base.whole_tensors:
+            return aggregate_all(comm, c, tensors, keys, name, **kw)
+        out = [torch.empty_like(t) for t in tensors]
+        unflatten_into(aggregate(comm, c, flatten(tensors), key, name, **kw), out)
+        return out
+
     def _average_into(self, tensors, out) -> list[torch.Tensor]:
         """The uncompressed average of ``tensors``, one all-reduce of their concatenation,
         written into ``out`` (which may be ``tensors`` themselves)."""
@@ -84,32 +114,25 @@ class AllReduceExchange(Exchange):
         return out
 
     def average(self, tensors) -> list[torch.Tensor]:
-        """The mean of each tensor over the ranks: one flat all-reduce, or the compressed aggregate."""
+        """The mean of each tensor over the ranks: one flat all-reduce, or the compressed aggregate
+        (the fused buffer keyed :data:`FUSED`, or per tensor, keys 0, 1, ...)."""
         tensors = list(tensors)
         if self.compressor is None:
             return self._average_into(tensors, [torch.empty_like(t) for t in tensors])
-        return aggregate_all(self.comm, self.compressor, tensors, range(len(tensors)), self.algorithm.name,
-                             **self.algorithm.kw)
+        return self._compressed(tensors, FUSED, list(range(len(tensors))))
 
     def message(self, m: int, tensors) -> list[torch.Tensor]:
         """The average of one message's gradient tensors: one all-reduce of their concatenation
         (a bucket), written back into ``tensors``, or with a compressor the bucket compressed as
-        one tensor, keyed by the message (error feedback per bucket); a compressor with its own
-        protocol (PowerSGD's matrices) gets the tensors in their shapes."""
+        one tensor keyed ``("bucket", m)`` (per tensor: keys ``(m, i)``; module doc)."""
         tensors = list(tensors)
-        if own_protocol(self.compressor):
-            return aggregate_all(self.comm, self.compressor, tensors, [(m, i) for i in range(len(tensors))],
-                                 self.algorithm.name, **self.algorithm.kw)
         if self.compressor is None:
             return self._average_into(tensors, tensors)  # in place: the engine's copy is skipped
-        flat = aggregate(self.comm, self.compressor, flatten(tensors), ("bucket", m), self.algorithm.name,
-                         **self.algorithm.kw)
-        out = [torch.empty_like(t) for t in tensors]
-        unflatten_into(flat, out)
-        return out
+        return self._compressed(tensors, ("bucket", m), [(m, i) for i in range(len(tensors))])
 
     def __repr__(self) -> str:
-        return f"AllReduceExchange({self.algorithm!r}, compressor={self.compressor!r})"
+        return (f"AllReduceExchange({self.algorithm!r}, compressor={self.compressor!r}, "
+                f"compress_per={self.compress_per!r})")
 
 
 class ServerExchange(Exchange):

@@ -1,7 +1,11 @@
 """Compression on a parameter server's two links: double compression.
 
 Worker w pushes C(g_w) (the bytes of a payload, as :mod:`commlab.compress` counts them; its
-compressor may carry worker-side error feedback, "+ef"). The server decompresses the pushes it
+compressor may carry worker-side error feedback, "+ef"). What is compressed is fused: g_w is the
+flat gradient of every parameter tensor, and each server's piece of it is one payload, keyed by
+the shard (one compressed push per shard and step, never one per tensor), so a push pays one
+message's start-up as an uncompressed one does; the Trainer's ``compress_per="tensor"`` is
+refused over a parameter server (:mod:`commlab.rules`). The server decompresses the pushes it
 applies and combines them as the compressor says (mean, majority vote, DIANA's shifts, ...).
 When replies are compressed too (double quantization, Yu et al., NeurIPS 2019; DoubleSqueeze,
 Tang et al., ICML 2019), the server keeps x^_w, the copy of its shard that worker w holds,

@@ -18,7 +18,9 @@ What a rule declares before any rank starts (the rulebook, :mod:`commlab.rules`,
 * ``server_policy()``: the parameter-server policy it runs with over ``arch="ps"``, or None;
 * ``compresses``: it can send compressed messages (``compress=``); ``decodes``: for a rule that
   talks over comm itself, how its receiver decodes payloads (``"weighted"``: each alone,
-  weighted, as FedAvg's server does), else None (the architecture decodes);
+  weighted, as FedAvg's server does), else None (the architecture decodes); ``compresses_per``:
+  for such a rule, how it can cut its compressed messages (``"bucket"``: the fused vector as one
+  tensor; ``"tensor"``: each parameter its own; :data:`commlab.spec.COMPRESS_PER`);
 * ``schedulable``: it averages one step's gradients in one exchange.step, which a schedule
   (:mod:`commlab.schedule`) may cut into messages overlapped with backward (BSP);
 * ``takes_momentum``: the Trainer's momentum applies (Hogwild's shared update has none);
@@ -39,6 +41,7 @@ class Synchronizer:
     default_arch = None  # the arch that replaces "native" for this rule ("ps", "gossip"), or None
     compresses = True  # it can send compressed messages
     decodes = None  # for a rule that takes no arch: how its receiver decodes payloads
+    compresses_per = ("bucket",)  # for a rule that takes no arch: how it can cut compressed messages
     schedulable = False  # a schedule orders one step's gradient messages: BSP's step only
     takes_momentum = True
     runtimes = None  # the runtimes it runs on; None: any

@@ -5,10 +5,10 @@
 All N workers start from the same x_0, so after each step every replica holds the same
 model: the result equals single-worker SGD on a batch N times larger (Goyal et al. 2017).
 The exchange does the averaging (:mod:`commlab.arch.exchange`): over an all-reduce
-architecture one flat buffer through the chosen algorithm, or, with a compressor, each
-parameter's gradient replaced by the aggregate of C(g_i) over the workers, layer by layer as
-compression papers apply it; over a parameter server (``arch="ps"``) the server averages
-and applies (its BSP policy).
+architecture one flat buffer through the chosen algorithm, or, with a compressor, the
+aggregate of C(g_i) over the workers, of the flat buffer as one tensor (the Trainer's
+``compress_per="bucket"``) or of each parameter's gradient alone (``"tensor"``); over a
+parameter server (``arch="ps"``) the server averages and applies (its BSP policy).
 """
 from __future__ import annotations
 

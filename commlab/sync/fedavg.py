@@ -12,9 +12,10 @@ W clients at random (seeded by the run's seed and r, the same choice on every ra
     average  x_{r+1} = sum_k n_k x_k / sum_k n_k                         (over the chosen clients)
 
 With a compressor Q (``Trainer(sync="fedavg(...)", compress="qsgd(levels=16)")``) each chosen
-client uploads its model update, compressed layer by layer (one payload per parameter tensor,
-keyed by its index, so "+ef" keeps a residual per layer), and the server adds the weighted
-mean of the decoded updates::
+client uploads its model update compressed, as one payload of the whole flat update (the
+Trainer's ``compress_per="bucket"``, the default; "+ef" keeps one residual) or layer by layer
+(``compress_per="tensor"``: one payload per parameter tensor, keyed by its index, a residual per
+layer), and the server adds the weighted mean of the decoded updates::
 
     upload   Q(x_k - x_r)                                               (FedPAQ)
     average  x_{r+1} = x_r + sum_k n_k Q(x_k - x_r) / sum_k n_k
@@ -32,11 +33,11 @@ parameters (fp32) and m' = the chosen clients other than the server:
 
 * down: the server sends x_r to each of them, 4 D bytes each (never compressed, as in FedPAQ);
 * up, uncompressed: x_k with n_k appended as one more fp32 value, 4 (D + 1) bytes;
-* up, compressed: n_k as one int32 message (4 bytes), then each layer's payload
-  ``payload.to_bytes()`` as a uint8 message: 4 + sum_layers nbytes(Q(layer)) bytes, e.g. about
-  D/2 + 4 D/512 for qsgd(levels=4) (4 bits a value: its sign and a level in 0..4; an fp32 norm
-  per 512 values) or 6 D/10 for topk(0.1) on layers of at most 65536 values (2-byte position +
-  4-byte value), plus a header per layer.
+* up, compressed: n_k as one int32 message (4 bytes), then the payload of the update
+  ``payload.to_bytes()`` as a uint8 message (per layer: one message each): 4 + nbytes(Q(update))
+  bytes, e.g. about D/2 + 4 D/512 for qsgd(levels=4) (4 bits a value: its sign and a level in
+  0..4; an fp32 norm per 512 values) or 6 D/10 for topk(0.1) on at most 65536 values (2-byte
+  position + 4-byte value), plus a header per payload.
 
 Clients that sit out send nothing. With C = 1, one local step and equal shards, FedAvg is
 BSP. On non-IID shards (``split="dirichlet"``) the local models drift apart as E grows (Zhao
@@ -64,6 +65,7 @@ class FedAvg(Synchronizer):
     # it talks client-server over comm itself (rank 0 is the server), which decodes each upload alone
     # and weights it by the client's shard size (FedPAQ's compressed uploads)
     needs, takes_arch, decodes = frozenset(), False, "weighted"
+    compresses_per = ("bucket", "tensor")  # one payload of the whole update, or one per layer
 
     def __init__(self, fraction: float = 1.0, epochs: int = 1, local_steps: int | None = None):
         if not 0 < fraction <= 1:
@@ -107,7 +109,8 @@ class FedAvg(Synchronizer):
             if worker.compressor is None:
                 self._average(comm, params, chosen, float(worker.shard_size))
             else:
-                self._average_updates(comm, params, chosen, worker.shard_size, worker.compressor, start)
+                self._average_updates(comm, params, chosen, worker.shard_size, worker.compressor, start,
+                                      c.compress_per)
         # E epochs use every sample of the shard E times (each pass ends with its short batch);
         # local_steps counts full batches (a short one at the end of a pass is counted full)
         used = (self.epochs * worker.shard_size if self.local_steps is None else len(losses) * c.batch_size)
@@ -129,15 +132,19 @@ class FedAvg(Synchronizer):
             unflatten_into(total[:-1] / total[-1], params)
 
     @staticmethod
-    def _average_updates(comm, params, chosen, n: int, compressor, start) -> None:
-        """FedPAQ: clients send n_k (int32) and Q(x_k - x_r) layer by layer; the server sets
-        x <- x_r + sum n_k Q(x_k - x_r) / sum n_k."""
+    def _average_updates(comm, params, chosen, n: int, compressor, start, per: str) -> None:
+        """FedPAQ: clients send n_k (int32) and Q(x_k - x_r), the whole update as one payload
+        (``per="bucket"``, keyed "fused") or layer by layer (``"tensor"``, keyed by the layer's
+        index); the server sets x <- x_r + sum n_k Q(x_k - x_r) / sum n_k."""
         me = comm.rank
         if me not in chosen and me != 0:
             return
-        starts = _split(start, params)
+        if per == "tensor":
+            keys, starts, now = range(len(params)), _split(start, params), [p.detach() for p in params]
+        else:
+            keys, starts, now = ["fused"], [start], [flatten(p.detach() for p in params)]
         if me in chosen:
-            payloads = [compressor.compress(p.detach() - s, key=j) for j, (p, s) in enumerate(zip(params, starts))]
+            payloads = [compressor.compress(x - s, key=j) for j, x, s in zip(keys, now, starts)]
         if me != 0:
             works = [comm.isend(torch.tensor([n], dtype=torch.int32), 0, FEDAVG_TAG)]
             works += [comm.isend(p.to_bytes(), 0, FEDAVG_TAG) for p in payloads]
@@ -151,12 +158,11 @@ class FedAvg(Synchronizer):
                 nk, got = n, payloads
             else:
                 nk = int(comm.recv(k, FEDAVG_TAG)[0])
-                got = [Payload.from_bytes(comm.recv(k, FEDAVG_TAG)) for _ in params]
+                got = [Payload.from_bytes(comm.recv(k, FEDAVG_TAG)) for _ in starts]
             weight += nk
             for t, p in zip(total, got):
                 t.add_(compressor.decompress(p).float().reshape(t.shape), alpha=nk)
-        for p, s, t in zip(params, starts, total):
-            p.copy_((s.float() + t / weight).to(p.dtype))
+        unflatten_into(flatten(s.float() + t / weight for s, t in zip(starts, total)), params)
 
     def __repr__(self) -> str:
         local = f"local_steps={self.local_steps}" if self.local_steps else f"epochs={self.epochs}"
