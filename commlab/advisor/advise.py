@@ -28,9 +28,9 @@ simulated what-if); every other row's says ``as printed``.
   gradient compressed by the library): by r where the payloads are summed inside the all-reduce
   (fp16), by p r / 2 where they are all-gathered (the all-gather of p payloads of r n bytes
   against the ring all-reduce's 2 (p-1)/p n), and by (1 + r)/2 on a parameter server (compressed
-  pushes, full pulls); without a schedule the Trainer compresses layer by layer after backward, so
-  such a row pays one message per layer, and with WFBP the same messages overlap backward; the
-  encoding time is not counted. Local SGD with period H (read from the spec by the synchronizer's
+  pushes, full pulls); without a schedule the Trainer compresses the fused buffer after backward
+  (its ``compress_per="bucket"``, the default), so such a row pays one message as the uncompressed
+  one does, and with WFBP each layer's bucket overlaps backward; the encoding time is not counted. Local SGD with period H (read from the spec by the synchronizer's
   registry) pays the all-reduce once every H rounds; D-PSGD sends the model to both neighbours of a
   ring every round, after backward.
 * **Penalties** are :func:`commlab.advisor.penalties.for_ranking` of the measured table: the worse
@@ -61,7 +61,7 @@ from ..arch.algorithms import ALLREDUCES
 from ..parallel import planner
 from ..parallel.configs import MODELS as LARGE
 from ..schedule.profile import Profile
-from ..sim import Cluster, comm_time, iteration
+from ..sim import Cluster, iteration
 from ..sim.devices import BUILTINS, builtin
 from .penalties import CAP, for_ranking
 from .runnable import SPECS, refusal
@@ -108,8 +108,10 @@ def trainer_archs(cluster: Cluster) -> dict:
 
 
 def _scaled(profile: Profile, factor: float) -> Profile:
-    size = profile.itemsize  # whole elements: round each layer's bytes to the element size
-    return dataclasses.replace(profile, grad_bytes=tuple(size * max(1, round(b * factor / size)) for b in profile.grad_bytes))
+    size = profile.itemsize  # whole elements: round each layer's bytes to the element size; the
+    # bytes on the wire no longer fill the layer's tensors, so the scaled profile has no shapes
+    return dataclasses.replace(profile, grad_bytes=tuple(size * max(1, round(b * factor / size))
+                                                         for b in profile.grad_bytes), shapes=())
 
 
 def _row(config, compute, comm, iteration_s, penalty, target, how="", measured=""):
@@ -170,13 +172,11 @@ def _data_parallel(profile, cluster, target, left_out):
             factor = (1 + r) / 2 if arch == "ps" else (r if agg == "sum" else p * r / 2)
             scaled = _scaled(profile, factor)
             how = f"; {agg}: {r:.3g} of the bytes, x{factor:.3g} on the wire"
-            if sched == "none":  # the Trainer compresses and sends layer by layer after backward
-                per_layer = sum(map(comm_time(cluster, arch), scaled.grad_bytes))
-                rows.append(_row(config, compute, per_layer, compute + per_layer, penalty, target,
-                                 how + ", one message per layer after backward", measured))
-            else:
-                rows.append(_simulated(config, iteration(scaled, cluster, arch=arch, schedule=sched), penalty,
-                                       target, how, measured))
+            if sched == "none":  # the Trainer compresses the fused buffer: one message after backward
+                how += ", one fused message after backward"
+            rows.append(_simulated(config, iteration(scaled, cluster, arch=arch,
+                                                     schedule=None if sched == "none" else sched), penalty,
+                                   target, how, measured))
         elif sync in LOCAL:
             period = sync_pkg.get(sync).period  # the registry reads the spec (commlab.spec.parse)
             base = iteration(profile, cluster, arch=arch)
