@@ -6,7 +6,7 @@ import pytest
 
 import history_cases as cases
 
-MACHINE, RECORDED = cases.load()
+_, RECORDED = cases.load()
 
 
 def test_every_case_is_recorded():
@@ -15,7 +15,10 @@ def test_every_case_is_recorded():
 
 @pytest.mark.parametrize("name", sorted(cases.CASES))
 def test_history_unchanged(name):
-    problems = cases.differences(name, cases.run(name), RECORDED[name], exact=MACHINE == cases.machine())
+    # the committed record within its tolerance, whatever its machine key says: two CPUs that both
+    # report AVX2 (and the same torch) still round differently (another MKL path), so a key is no
+    # proof that the record's bits can be made here; bit for bit is the snapshot's test below
+    problems = cases.differences(name, cases.run(name), RECORDED[name])
     assert not problems, "\n".join(problems)
 
 
