@@ -265,3 +265,17 @@ def test_get_none_and_instances():
     assert schedule.get(p) is p
     assert isinstance(schedule.get("FUSION(mb=3)"), Fusion) and schedule.get("mg-wfbp").name == "mg_wfbp"
     assert repr(Fusion(mb=3)) == "fusion(mb=3.0, first_mb=1.0)"
+
+
+def test_cycle_groups_what_is_ready_at_each_tick():
+    """Horovod's loop: every 5 ms the ready layers go, at most mb per message; a busy link delays the next tick."""
+    from commlab.schedule import Profile, get
+
+    prof = Profile([1e-3] * 6, [2e-3] * 6, [4_000_000] * 6)  # backward makes layer 5 ready at 2 ms, 4 at 4 ms, ...
+    plan = get("cycle(ms=5, mb=64)").plan(prof)
+    assert plan.name == "cycle" and [list(b) for b in plan.buckets] == [[5, 4], [3, 2, 1], [0]]  # ticks 5, 10, 15 ms
+    assert [list(b) for b in get("cycle(ms=5, mb=5)").plan(prof).buckets] == [[5], [4], [3], [2], [1], [0]]
+    busy = get("cycle(ms=5, mb=64)").plan(prof, lambda n: 20e-3)  # the first message holds the link to 25 ms
+    assert [list(b) for b in busy.buckets] == [[5, 4], [3, 2, 1, 0]]
+    with pytest.raises(ValueError, match="ms=0"):
+        get("cycle(ms=0)")

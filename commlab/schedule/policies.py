@@ -18,7 +18,14 @@ are the profile's backward seconds and ``comm_time``.
   order fill a bucket until it holds at least ``mb`` MB (``first_mb`` for the first, so that
   communication starts early); a bucket goes when its last layer is ready. A layer's parameters
   stay together (DDP keeps a parameter whole; it may split a layer's weight and bias). Horovod's
-  tensor fusion with its 64 MB threshold is ``fusion(mb=64, first_mb=64)``.
+  tensor fusion by size alone, with its 64 MB threshold, is ``fusion(mb=64, first_mb=64)``.
+* ``cycle(ms=5, mb=64)``: Horovod's tensor fusion as its background loop runs it (Sergeev and Del
+  Balso 2018; Horovod's docs, "Tensor Fusion"): every ``ms`` milliseconds, or when the previous
+  cycle's messages are done if that is later, the gradients that are ready and not yet sent go,
+  in messages of at most ``mb`` MB (at least one layer each). The defaults are Horovod's until
+  v0.21 (December 2020); later versions use ``cycle(ms=1, mb=128)``. The plan fixes which layers
+  travel together (from the ready times and ``comm_time``); the dispatcher times the messages, a
+  message going when its last layer is ready, not at its cycle's tick.
 * ``mg_wfbp``: merged-gradient WFBP (Shi, Chu, Li, INFOCOM 2019; TPDS 2021). Going down from layer
   L-1, merge layer l's message into layer l-1's when l's communication cannot start before l-1's
   gradient is ready, or waits for it less than the start-up a it saves::
@@ -206,4 +213,34 @@ class P3(Schedule):
         return Plan(self.name, partitions(profile, int(self.slice_kb * 1000)), credit=0, forward_waits=True)
 
 
-POLICIES = (WFBP, Fusion, MGWFBP, ByteScheduler, P3)
+class Cycle(Schedule):
+    """``cycle(ms=5, mb=64)``: Horovod's background loop, every ``ms`` ms the ready gradients in
+    messages of at most ``mb`` MB (module doc)."""
+    name = "cycle"
+
+    def __init__(self, ms: float = 5, mb: float = 64):
+        self.ms, self.mb = _positive("ms", ms, "milliseconds"), _positive("mb", mb, "MB")
+
+    def plan(self, profile, comm_time=None) -> Plan:
+        """Walk the loop's cycles over the ready times; ``comm_time`` (if given) keeps the link busy."""
+        ready, cycle, cap = profile.ready(), self.ms * 1e-3, self.mb * MB
+        waiting = list(reversed(range(profile.layers)))  # the order backward makes them ready
+        groups, tick, free = [], cycle, 0.0
+        while waiting:
+            tick = max(tick, free)
+            if ready[waiting[0]] > tick:  # nothing ready: skip to the first cycle after the next one is
+                tick += cycle * max(1, -(-(ready[waiting[0]] - tick) // cycle))
+                continue
+            start = tick
+            while waiting and ready[waiting[0]] <= tick:
+                group, size = [], 0
+                while waiting and ready[waiting[0]] <= tick and (not group or size + profile.grad_bytes[waiting[0]] <= cap):
+                    size += profile.grad_bytes[waiting[0]]
+                    group.append(waiting.pop(0))
+                groups.append(group)
+                free = max(free, start) + (comm_time(size) if comm_time is not None else 0.0)
+            tick = start + cycle
+        return Plan(self.name, whole_layers(profile), buckets_of(groups))
+
+
+POLICIES = (WFBP, Fusion, MGWFBP, ByteScheduler, P3, Cycle)
