@@ -24,6 +24,7 @@ second or two, so nothing is built at import); :data:`PROFILES` reads them lazil
 host round trips. A device turns that into seconds (:meth:`Device.work_seconds`)::
 
     t = launches x launch + syncs x sync + (passes x 4 d + select x 4 x select_passes) / (efficiency x memory_bandwidth)
+        + flops / flops_rate + host x 4 d / host_bandwidth
 
 from its data sheet's memory bandwidth (the arithmetic of compressors is streaming, far below any
 GPU's FLOP rate per byte) and three constants that no data sheet gives, stated once for every
@@ -32,7 +33,8 @@ GPU: ``efficiency`` 0.85, what a streaming kernel reaches of the peak (STREAM-li
 (Python, the dispatcher and the kernel launch; the kernels of small tensors finish sooner than
 the host can issue them); ``sync`` 20 us, a host round trip (a ``.item()``) that drains the queue;
 ``select_passes`` 16, the passes over 32-bit keys of ``torch.topk``'s radix select (2 bits a
-pass). The ``"cpu"`` device is this project's laptop-class CPU on one thread, measured here with
+pass); ``host_bandwidth`` 10 GB/s, one host core copying memory (as :mod:`commlab.net.protocols`
+assumes), which times the entropy codes that run on the host by design. The ``"cpu"`` device is this project's laptop-class CPU on one thread, measured here with
 torch (a streaming op, a tiny op, a top-k), so the model is checked where it can be measured.
 """
 from __future__ import annotations
@@ -65,21 +67,23 @@ class Device:
     launch: float = 8e-6
     sync: float = 20e-6
     select_passes: float = 16.0
+    host_bandwidth: float = 10e9
 
     def __post_init__(self):
         if not (isinstance(self.flops, (int, float)) and self.flops > 0):
             raise ValueError(f"Device {self.name!r}: flops must be a FLOP/s rate > 0, got {self.flops!r}")
-        for what in ("memory_bandwidth", "efficiency", "launch", "sync", "select_passes"):
+        positive = ("memory_bandwidth", "efficiency", "host_bandwidth")
+        for what in (*positive, "launch", "sync", "select_passes"):
             value = getattr(self, what)
-            if not (checks.is_number(value) and value >= 0) or (what in ("memory_bandwidth", "efficiency")
-                                                                 and not value > 0):
+            if not (checks.is_number(value) and value >= 0) or (what in positive and not value > 0):
                 raise ValueError(f"Device {self.name!r}: {what}={value!r} must be a number "
-                                 f"{'> 0' if what in ('memory_bandwidth', 'efficiency') else '>= 0'}")
+                                 f"{'> 0' if what in positive else '>= 0'}")
 
     def work_seconds(self, work, numel: int) -> float:
         """Seconds of :class:`~commlab.compress.cost.Work` on a tensor of ``numel`` elements (module doc)."""
         moved = 4.0 * (work.passes * numel + work.select * self.select_passes)
-        return work.launches * self.launch + work.syncs * self.sync + moved / (self.efficiency * self.memory_bandwidth)
+        return (work.launches * self.launch + work.syncs * self.sync + moved / (self.efficiency * self.memory_bandwidth)
+                + work.flops / self.flops + 4.0 * work.host * numel / self.host_bandwidth)
 
     def seconds(self, name, batch: int):
         """Measured seconds of one step of model ``name`` at ``batch``, or None."""
@@ -104,7 +108,8 @@ DEVICES: dict[str, Device] = {
     # 1024^2 matmul, 25-44 GB/s in streaming ops (30 taken, efficiency 1), 1.4 us per operator on
     # a tiny tensor, 4 us more for a host read of a result; our top-k on a CPU compares every
     # entry against a sampled threshold and selects among the few that pass (about 2 passes)
-    "cpu": Device("cpu", 156e9, memory_bandwidth=30e9, efficiency=1.0, launch=1.4e-6, sync=4e-6, select_passes=2.0),
+    "cpu": Device("cpu", 156e9, memory_bandwidth=30e9, efficiency=1.0, launch=1.4e-6, sync=4e-6, select_passes=2.0,
+                  host_bandwidth=30e9),
 }
 BUILTINS = ("resnet50", "bert-base", "bert-large")
 

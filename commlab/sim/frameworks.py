@@ -23,6 +23,12 @@ quantitative survey's grid (Shi et al., IEEE Network 2021; HKBU-HPML/ddl-benchma
   schedule of buckets, ``schedule="fusion(mb=25)"`` being DDP's default.
 * ``ideal``: nothing; the default outside the survey's methods.
 
+**What each runs when no schedule is given** (``schedule``): Horovod's background loop,
+``cycle(ms=5, mb=64)`` (:class:`commlab.schedule.policies.Cycle`: every 5 ms the ready gradients
+in messages of at most 64 MB, its defaults until v0.21), and DDP's buckets, ``fusion(mb=25)``; the
+others send every gradient in one message after backward unless a schedule or a method says
+otherwise (``schedule="none"`` asks for that under any framework).
+
 **How each sends compressed tensors** (``compress_per``, :mod:`commlab.sim.compression`): Horovod
 with a compressor compresses every tensor on its own in its hook (its ``Compression`` classes and
 GRACE's compressors, Xu et al., ICDCS 2021), and ByteScheduler and BytePS, which sit on Horovod's
@@ -49,6 +55,7 @@ class Framework:
     per_op: float
     partition: int | None = None
     compress_per: str = "bucket"
+    schedule: str | None = None  # what it runs when no schedule is given (None: one message after backward)
 
     def __post_init__(self):
         checks.choice("compress_per", self.compress_per, ("tensor", "bucket"))
@@ -63,10 +70,10 @@ class Framework:
 HOROVOD_OP = 1.08e-3
 FRAMEWORKS: dict[str, Framework] = {
     "ideal": Framework("ideal", 0.0),
-    "horovod": Framework("horovod", HOROVOD_OP, compress_per="tensor"),
+    "horovod": Framework("horovod", HOROVOD_OP, compress_per="tensor", schedule="cycle(ms=5, mb=64)"),
     "bytescheduler": Framework("bytescheduler", HOROVOD_OP, 4_000_000, compress_per="tensor"),
     "byteps": Framework("byteps", 0.565e-3, 4_096_000, compress_per="tensor"),
-    "ddp": Framework("ddp", 0.0),
+    "ddp": Framework("ddp", 0.0, schedule="fusion(mb=25)"),
 }
 # framework -> the one cell of the survey's grid its constant comes from
 CALIBRATION = {

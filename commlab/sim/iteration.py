@@ -31,6 +31,11 @@ framework's cost per operation (:mod:`commlab.sim.frameworks`).
 ``framework=`` adds a framework's cost to every message (closed level only: the message level
 times the bytes of every point-to-point message and nothing else).
 
+``compress=`` (a spec of :mod:`commlab.compress`, any registered compressor or chain) sends each
+message as the compressor's collectives and charges its encoding and decoding on the profile's
+device (``device=`` overrides it), tensor by tensor or bucket by bucket as the framework does:
+:mod:`commlab.sim.compression` (closed level, ``arch="allreduce"`` on a Cluster).
+
 **On a fabric.** ``cluster`` may instead be a :class:`~commlab.sim.fabric.Fabric` (``sim.fat_tree``
 with its oversubscription, ``sim.gpu_cluster``, ...: every host a worker, the flat ring) or an
 :class:`~commlab.sim.on_fabric.OnFabric` (the rail-aware or leader all-reduce): then
@@ -45,14 +50,15 @@ import dataclasses
 import time as _time
 from dataclasses import dataclass
 
+from .. import compress as _compress
 from .. import schedule as _schedule
 from ..schedule.dispatch import arrivals, dispatch, iteration as _steady, next_forward
 from ..schedule.policies import baseline
 from ..schedule.profile import Profile
 from ..arch.algorithms import names
-from . import closed_forms, programs
+from . import closed_forms, compression, programs
 from .cluster import Cluster
-from .devices import builtin
+from .devices import builtin, get_device
 from .fabric import Fabric
 from .frameworks import framework
 from .on_fabric import OnFabric
@@ -82,6 +88,7 @@ class Iteration:
     events: int  # closed: messages timed; message: events the loop handled
     p2p: int  # point-to-point messages simulated (message level), else 0
     wall: float  # seconds the simulation took
+    compression: compression.Compression | None = None  # what a compressor added (None: uncompressed)
 
     @property
     def workers(self) -> int:
@@ -127,13 +134,15 @@ class Iteration:
         return pd.DataFrame(rows, columns=["stream", "kind", "name", "layers", "bytes", "ready", "start", "end"])
 
     def __repr__(self) -> str:
-        return (f"Iteration({self.plan.name} {self.arch} on {self.cluster}: {self.time * 1e3:.4g} ms, "
+        comp = "" if self.compression is None else f" {self.compression.compressor!r} per {self.compression.compress_per}"
+        return (f"Iteration({self.plan.name} {self.arch}{comp} on {self.cluster}: {self.time * 1e3:.4g} ms, "
                 f"{self.throughput:.5g} samples/s, speedup {self.speedup:.3g}, {len(self.messages)} messages)")
 
 
 def _choose(method, arch, schedule, fw):
     if method is None:
-        return arch or "allreduce", schedule, framework(fw or "ideal")
+        fw = framework(fw or "ideal")
+        return arch or "allreduce", fw.schedule if schedule is None else schedule, fw
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
     if arch is not None or schedule is not None:
@@ -144,16 +153,19 @@ def _choose(method, arch, schedule, fw):
 
 def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = None, schedule=None,
               servers: int | None = None, method: str | None = None, level: str = "closed",
-              framework=None) -> Iteration:
+              framework=None, compress=None, device=None) -> Iteration:
     """Simulate one steady-state iteration.
 
     profile: a :class:`Profile` or a built-in name ("resnet50", "bert-base", "bert-large");
     cluster: a :class:`Cluster`, or a Fabric or an OnFabric (see the module doc); arch: "allreduce"
     (default), "ps", "byteps" or "switchml" (on a fabric: "allreduce" or "ps"); schedule: a spec ("wfbp",
-    "mg_wfbp", "fusion(mb=25)", "bytescheduler", "p3"), a Schedule, or None (one message after
-    backward); servers: server machines for "ps" (default: one per worker node); method: one of
+    "mg_wfbp", "fusion(mb=25)", "bytescheduler", "p3", "cycle"), a Schedule, "none" (one message after
+    backward), or None (the framework's, :mod:`commlab.sim.frameworks`, else "none"); servers: server
+    machines for "ps" (default: one per worker node); method: one of
     :data:`METHODS` instead of arch and schedule; level: "closed" or "message"; framework: a name
-    of :data:`commlab.sim.frameworks.FRAMEWORKS` (default: the method's, else "ideal")."""
+    of :data:`commlab.sim.frameworks.FRAMEWORKS` (default: the method's, else "ideal"); compress: a
+    compressor spec ("fp16", "topk(0.01)+ef", "powersgd(rank=4)", ...) or None; device: the device
+    that times the compression arithmetic (default: the profile's, :func:`commlab.sim.profile`)."""
     began = _time.perf_counter()
     if isinstance(profile, str):
         profile = builtin(profile)
@@ -171,6 +183,9 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
         raise ValueError(f"level={level!r} replays a sim.Cluster's point-to-point programs; on a fabric each "
                          "message is timed flow by flow: use level='closed'")
     arch, spec, fw = _choose(method, arch, schedule, framework)
+    compressor = _compress.get(compress)
+    if compressor is not None:
+        return _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device)
     bytes_time = cluster.comm_time(arch, servers) if on_fabric else closed_forms.comm_time(cluster, arch, servers)
     free = fw.per_op == 0 or cluster.gpus == 1  # one GPU runs no collective
     comm_time = bytes_time if free else (lambda n: bytes_time(n) + fw.cost(n))
@@ -194,3 +209,32 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     messages = tuple(dataclasses.replace(m, start=s, end=e) for m, (s, e) in zip(listed, times))
     t = next_forward(profile.forward_s, sum(profile.backward_s), arrivals(messages, profile.layers), plan.forward_waits)
     return Iteration(t, profile, cluster, arch, plan, messages, level, events, p2p, _time.perf_counter() - began)
+
+
+def _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device) -> Iteration:
+    """:func:`iteration` with a compressor (:mod:`commlab.sim.compression`)."""
+    if isinstance(cluster, OnFabric) or arch != "allreduce" or level != "closed":
+        raise ValueError(f"compress={compressor!r} is simulated over arch='allreduce' on a sim.Cluster at "
+                         f"level='closed' (got arch={arch!r}, level={level!r}, cluster {cluster}); valid: "
+                         "arch='allreduce', level='closed', a Cluster")
+    dev = profile.device if device is None else get_device(device)
+    if dev is None:
+        raise ValueError("compress= needs the device that runs the compressor: give device= (a name of "
+                         "sim.DEVICES or a sim.Device), or a profile made by sim.profile(..., device=...)")
+    policy = _schedule.get(spec)
+    per = "tensor" if compressor.whole_tensors else fw.compress_per
+    if cluster.gpus == 1:  # one GPU communicates nothing and compresses nothing
+        plan = baseline(profile) if policy is None else policy.plan(profile, lambda n: 0.0)
+        t, messages = _steady(plan, profile, lambda n: 0.0)
+        return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
+                         _time.perf_counter() - began)
+    if per == "tensor":
+        comp = compression.by_tensor(profile, compressor, dev, cluster, fw)
+        plan = baseline(profile) if policy is None else policy.plan(profile, comp.comm_time)
+    else:
+        planned = compression.planning_time(compressor, dev, cluster, fw, profile.itemsize)
+        plan = baseline(profile) if policy is None else policy.plan(profile, planned)
+        comp = compression.by_bucket(profile, plan, compressor, dev, cluster, fw)
+    t, messages = _steady(plan, comp.profile, comp.comm_time)
+    return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
+                     _time.perf_counter() - began, comp)
