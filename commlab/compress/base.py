@@ -27,6 +27,13 @@ the noise should be independent across ranks (QSGD, TernGrad); compressors whose
 must agree across ranks (rand-k indices, the rotation of rotated quantization) say so and
 need the same seed everywhere.
 
+Declarations, for timing a compressor on a device it does not run on (:mod:`commlab.compress.cost`,
+the simulator): ``payload_bytes(shape, dtype)``, the exact ``compress(x).nbytes`` as a closed form
+(keywords name what the size depends on when it depends on the data or the round);
+``wire(shape, dtype)``, the collectives one rank takes part in to aggregate one tensor, as
+(collective, bytes) pairs; ``cost(shape)``, the :class:`~commlab.compress.cost.Cost` of one encode
+and one decode on a GPU; ``combine_work(shape, n)``, what ``combine`` of n payloads costs.
+
 Non-finite inputs are refused: ``compress`` raises ValueError naming the compressor when x
 holds NaN or Inf (a quantizer would otherwise scale by an infinite norm and send garbage).
 """
@@ -37,9 +44,11 @@ import math
 import torch
 
 from .. import checks
+from . import cost as costs
 from .payload import Payload, header_bytes  # noqa: F401 - the wire form, re-exported for the compressors
 
 AGGREGATIONS = ("sum", "gather", "majority")
+COLLECTIVES = ("allreduce", "allgather", "tree")  # what ``wire`` may name
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 def work(t: torch.Tensor) -> torch.Tensor:
@@ -222,6 +231,41 @@ class Compressor:
         if self.aggregation == "majority":
             return torch.sign(total).to(first.dtype)
         return total.div_(len(payloads)).to(first.dtype)
+
+    # -- declarations: bytes on the wire and arithmetic, without building a tensor
+    def payload_bytes(self, shape, dtype=torch.float32) -> int:
+        """``compress(x).nbytes`` for a tensor x of ``shape`` and ``dtype``, as a closed form."""
+        raise NotImplementedError(f"{self.name} does not declare its payload_bytes")
+
+    def wire_bytes(self, shape, dtype=torch.float32) -> int:
+        """The former name of :meth:`payload_bytes`, kept for its callers."""
+        return self.payload_bytes(shape, dtype)
+
+    def summed_bytes(self, shape, dtype=torch.float32) -> int:
+        """Bytes of ``summable(x)`` (only for aggregation == "sum"): what the all-reduce carries."""
+        raise TypeError(f"{self.name} aggregates by {self.aggregation!r}, not by summing in compressed form")
+
+    def wire(self, shape, dtype=torch.float32) -> tuple:
+        """The collectives one rank takes part in to aggregate one tensor of ``shape`` and
+        ``dtype`` (as :mod:`commlab.arch.aggregate` does), as ((collective, bytes), ...): an
+        all-reduce of the summable tensor ("sum"), else an all-gather of the payloads."""
+        if self.aggregation == "sum":
+            return (("allreduce", self.summed_bytes(shape, dtype)),)
+        return (("allgather", self.payload_bytes(shape, dtype)),)
+
+    def cost(self, shape) -> costs.Cost:
+        """One encode and one decode of an fp32 tensor of ``shape`` on a GPU (:mod:`.cost`)."""
+        raise NotImplementedError(f"{self.name} does not declare its cost")
+
+    def decompress_work(self, shape, **assumed) -> costs.Work:
+        """``decompress`` of one payload: ``cost(shape).decode``, except for "sum" compressors,
+        whose decode is ``from_summed`` (``assumed``: the keywords of a data-dependent ``cost``)."""
+        return self.cost(shape, **assumed).decode
+
+    def combine_work(self, shape, n: int) -> costs.Work:
+        """What ``combine`` of n payloads costs: n decodes, each added into an fp32 total, and
+        the mean (or the signs and their majority vote)."""
+        return costs.combine(self.decompress_work(shape), n, self.aggregation == "majority")
 
     def __repr__(self) -> str:
         return self.name

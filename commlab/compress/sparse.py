@@ -31,6 +31,8 @@ exact in both cases; DGC (Lin et al. 2018) estimates its threshold from a sample
 This is the CPU's path, whose ``torch.topk`` sorts; on a GPU ``torch.topk`` is a radix select
 over the whole vector, which the sample's extra kernels and host syncs would only slow down.
 
+Which path runs is :func:`commlab.compress.bitpack._fused`'s choice, the one switch between the
+CPU's and a GPU's kernels (a test makes the CPU take the GPU's path by patching it).
 On the CPU, positions come from numpy's ``flatnonzero`` (:func:`positions`) and values are
 gathered with ``index_select`` and placed with ``scatter_`` (:func:`densify`): each several
 times faster than torch's ``nonzero``, ``x[idx]`` and ``index_put_`` on millions of entries.
@@ -42,6 +44,7 @@ import math
 import numpy as np
 import torch
 
+from . import bitpack
 from .base import Payload, header_bytes
 
 OFFSET16 = 32768
@@ -96,7 +99,7 @@ def densify(p: Payload, out_dtype=None) -> torch.Tensor:
 def positions(mask: torch.Tensor) -> torch.Tensor:
     """The flat positions (int64, ascending) where the bool tensor ``mask`` is True: ``nonzero``,
     on the CPU by numpy's ``flatnonzero`` (several times faster than torch's)."""
-    if mask.device.type == "cpu":
+    if not bitpack._fused(mask.device):
         return torch.from_numpy(np.flatnonzero(mask.reshape(-1).numpy()))
     return mask.reshape(-1).nonzero().squeeze(1)
 
@@ -108,7 +111,7 @@ def topk_indices(a: torch.Tensor, k: int, seed: int = 0) -> torch.Tensor:
         return torch.arange(d, device=a.device)
     if k <= 0:
         return torch.zeros(0, dtype=torch.int64, device=a.device)
-    if d < 1 << 19 or a.device.type != "cpu":  # a GPU's topk is a radix select: no sample to beat it
+    if d < 1 << 19 or bitpack._fused(a.device):  # a GPU's topk is a radix select: no sample to beat it
         return torch.topk(a, k, sorted=False).indices
     m = min(d >> 5, SAMPLE)  # 1/32 of the entries, at most 2^17
     frac = max(1.5 * k / d, 64 / m)  # aim at 1.5 k candidates, and at least 64 sample points above
