@@ -59,7 +59,7 @@ def test_budget_respected_and_low_rank_is_exact():
     for shape in [(20, 30), (30, 20), (4, 5, 6), (100_000,)]:
         x = torch.randn(*shape, generator=g)
         p = c.compress(x)
-        assert c.atoms(p) == 3 and p.nbytes == c.wire_bytes(shape)
+        assert c.atoms(p) == 3 and p.nbytes == c.payload_bytes(shape)
     A = torch.randn(20, 2, generator=g, dtype=torch.float64) @ torch.randn(2, 30, generator=g, dtype=torch.float64)
     p = c.compress(A)
     assert c.atoms(p) == 2 and torch.allclose(c.decompress(p), A, atol=1e-10)

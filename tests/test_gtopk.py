@@ -109,7 +109,7 @@ def _traffic(comm):
 def test_traffic_and_closed_form_cost():
     n = 5
     out = launch(_traffic, n)
-    m = GTopK(0.01).wire_bytes((100_000,))
+    m = GTopK(0.01).payload_bytes((100_000,))
     assert m == 26 + 1000 * 8
     for r, (sent, msgs) in enumerate(out):
         parent, kids = tree(r, n)

@@ -38,12 +38,12 @@ def _theory(c, p, shape, dtype):
     name = c.name
     if name == "threshold":
         nnz = p["idx"].numel()
-        return c.wire_bytes(shape, nnz, dtype)
+        return c.payload_bytes(shape, dtype, kept=nnz)
     if name == "dgc":
-        return c.wire_bytes(shape, c.step("k") - 1, dtype)
+        return c.payload_bytes(shape, dtype, step=c.step("k") - 1)
     if name == "atomo":
-        return c.wire_bytes(shape, c.atoms(p), dtype)
-    return c.wire_bytes(shape, dtype=dtype)
+        return c.payload_bytes(shape, dtype, r=c.atoms(p))
+    return c.payload_bytes(shape, dtype)
 
 
 @pytest.mark.parametrize("spec", SPECS)

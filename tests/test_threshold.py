@@ -12,7 +12,7 @@ def test_exact_values_above_tau():
         p = c.compress(x)
         assert torch.equal(c.decompress(p), torch.where(x.abs() > tau, x, torch.zeros_like(x)))
         nnz = int((x.abs() > tau).sum())
-        assert p["val"].numel() == nnz and p.nbytes == c.wire_bytes(x.shape, nnz)
+        assert p["val"].numel() == nnz and p.nbytes == c.payload_bytes(x.shape, kept=nnz)
         assert (x - c.decompress(p)).abs().max() <= tau
 
 
@@ -31,7 +31,7 @@ def test_strom_signs_in_the_index_word(d):
     assert p["idx"].dtype == (torch.int16 if d <= 32768 else torch.int32)
     want = torch.where(x > 1.0, 1.0, torch.where(x < -1.0, -1.0, 0.0))
     assert torch.equal(c.decompress(p), want)
-    assert p.nbytes == c.wire_bytes(x.shape, int((x.abs() > 1).sum()))
+    assert p.nbytes == c.payload_bytes(x.shape, kept=int((x.abs() > 1).sum()))
 
 
 @pytest.mark.parametrize("signs", [False, True])

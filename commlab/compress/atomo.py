@@ -37,12 +37,20 @@ Wire: the kept u_i (a numbers each) and w_i = A^T u_i / p_i (b numbers each) in 
 dtype, parts "u" and "w": ``header + s (a + b) value bytes``; tensors without a matrix view,
 or where s (a + b) >= a b, go uncompressed ("raw"). Aggregation "gather" (every rank keeps
 other atoms). Give every rank its own seed (seed + rank) for independent draws.
+
+Cost on a GPU (``cost``): the Gram matrix A A^T and U^T A (2 a d flops each, 2 and 2 passes),
+the eigendecomposition of a x a (about 9 a^3 flops, a sync on its status), the atoms' norms
+(1 pass), then the probabilities and the draw on s atoms: some 30 tiny launches and 6 syncs;
+decode: one product (1 pass, 2 s d flops). Compute-bound for large a, unlike the others.
 """
 from __future__ import annotations
 
 import torch
 
+import math
+
 from .base import Payload
+from .cost import Cost, Work, tiny
 from .matrix import MIN_VECTOR, LowRank
 
 MAX_ROWS = 512
@@ -111,6 +119,26 @@ class Atomo(LowRank):
     def atoms(self, p: Payload) -> int:
         """How many atoms a payload carries."""
         return 0 if "raw" in p.parts else p["u"].numel() // self.plan(p.shape)[0]
+
+    def cost(self, shape) -> Cost:
+        """Gram matrix, its eigenvectors, the atoms and their norms, the keep probabilities (a loop
+        on the host over the largest atoms: one round here), the systematic draw, the kept atoms."""
+        plan = self.plan(shape)
+        d = max(math.prod(shape), 1)
+        if plan is None:
+            return Cost(Work(1, 5, syncs=1), Work())  # the check; raw travels as it is
+        a, b, s, _ = plan
+        f, g = a * b / d, a * a / d  # the matrix and the Gram matrix, in passes over d
+        encode = (self.matrix_work(shape)
+                  + Work(2 * f + g, 1, flops=2 * a * a * b)  # A A^T
+                  + Work(2 * g, 1, syncs=1, flops=9 * a ** 3)  # eigh (its status checked on the host)
+                  + Work(f + g + f, 1, flops=2 * a * a * b)  # W = U^T A
+                  + Work(f, 1)  # sigma = row norms of W
+                  + tiny(5) + Work(syncs=1)  # atoms below rounding set to 0 (a boolean mask)
+                  + tiny(8) + tiny(5) + Work(syncs=2) + tiny(2)  # p: sort, tail sums; one round of the loop
+                  + tiny(7) + Work(syncs=2)  # systematic: cumsum, its total on the host, points, searchsorted, unique
+                  + Work(3 * s * b / d, 5))  # the kept u_i, w_i / p_i
+        return Cost(encode, self.product_work(shape, s))
 
     def __repr__(self) -> str:
         return f"atomo(rank={self.rank})"

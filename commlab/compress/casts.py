@@ -14,13 +14,17 @@ fp32). Aggregation "sum": the cast values of all ranks are added by the all-redu
 type itself (as NCCL does; the sum of N values can overflow fp16), then divided by N.
 
 Cost: the cast itself plus one sum over the 2-byte result (the NaN/Inf and overflow check);
-decompression is one cast back.
+decompression is one cast back. On a GPU (:meth:`Cast.cost`, passes over fp32 x): encode 2
+passes, 6 launches, 1 sync (the check); decode (``from_summed``) 3.5 passes, 2 launches.
 """
 from __future__ import annotations
 
 import torch
 
-from .base import FLOAT_DTYPES, Compressor, Payload, restore
+import math
+
+from .base import FLOAT_DTYPES, Compressor, Payload, header_bytes, restore
+from .cost import FINITE, Cost, Work
 
 _MAX = {torch.float16: 65504.0, torch.bfloat16: 3.3895e38}
 
@@ -70,6 +74,24 @@ class Cast(Compressor):
     def from_summed(self, s: torch.Tensor, like: torch.Tensor, count: int) -> torch.Tensor:
         """The sum of ``count`` ranks' casts divided by count, in fp32, shaped and typed like ``like``."""
         return (s.float() / count).reshape(like.shape).to(like.dtype)
+
+    def payload_bytes(self, shape, dtype=torch.float32) -> int:
+        """The header and 2 bytes per coordinate."""
+        return header_bytes(len(shape), ["values"]) + self.summed_bytes(shape, dtype)
+
+    def summed_bytes(self, shape, dtype=torch.float32) -> int:
+        """2 bytes per coordinate: the all-reduce adds the casts."""
+        return math.prod(shape) * self.dtype.itemsize
+
+    def cost(self, shape) -> Cost:
+        """``summable``: the cast and the check on the half values; ``from_summed``: back to fp32, / N."""
+        encode = (Work(1.5, 1)  # fp32 -> half: read 4, write 2 bytes
+                  + Work(0.5, 1) + FINITE + Work(syncs=1))  # sum of the half values, isfinite, bool()
+        return Cost(encode, Work(1.5, 1) + Work(2, 1))  # the sum to fp32; / N
+
+    def decompress_work(self, shape, **assumed) -> Work:
+        """``decompress``: one cast back to fp32."""
+        return Work(1.5, 1)
 
 
 def fp16() -> Cast:

@@ -29,6 +29,10 @@ ceil(k (1 + ceil(log2(s + 1))) / 8) bytes plus the header, against 6 k for top-k
 values. The receiver learns k from the locator (the number of positions; rand-k's k follows
 from its ratio and d). Aggregation "gather": every rank keeps its own positions.
 
+Declared: ``payload_bytes`` by the formula above from the two parts' declarations (keywords
+go to the sparsifier: threshold's ``kept``); ``cost``: the sparsifier's encode, then the
+quantizer's on k values (its passes times k / d), and decode the other way round.
+
 Randomness: the chain's ``seed`` (the sparsifier's) seeds the sparsifier, and mixed with the
 quantizer's own seed (:func:`commlab.compress.base.mix`) the quantizer, so rand-k's positions
 and the quantizer's noise never share a generator; setting ``chain.seed`` (the Trainer gives
@@ -38,7 +42,10 @@ from __future__ import annotations
 
 import torch
 
-from .base import Compressor, Payload, mix
+import math
+
+from .base import Compressor, Payload, header_bytes, mix
+from .cost import NONE, Cost
 from .topk import count as kept_count
 
 SPARSIFIERS = ("topk", "randk", "threshold")
@@ -111,6 +118,22 @@ class SparseThenQuantize(Compressor):
         values = self.quantizer.decompress(Payload(code, (k,), p.dtype)) if k else \
             torch.zeros(0, dtype=p.dtype, device=device)
         return self.sparsifier.decompress(Payload({**locator, "val": values.to(p.dtype)}, p.shape, p.dtype))
+
+    def payload_bytes(self, shape, dtype=torch.float32, **assumed) -> int:
+        """The sparsifier's payload without its values, with the quantizer's code of the k values."""
+        k = self.sparsifier.kept_count(shape, **assumed)
+        located = self.sparsifier.payload_bytes(shape, dtype, **assumed) - k * dtype.itemsize \
+            - (header_bytes(0, ["val"]) - header_bytes(0, []))  # header and positions (or seed), no "val"
+        if not k:
+            return located
+        return located + self.quantizer.payload_bytes((k,), dtype) - header_bytes(1, [])  # its parts, one header
+
+    def cost(self, shape, **assumed) -> Cost:
+        """The sparsifier's encode, the quantizer's on the k values; decode: the quantizer's, then placing them."""
+        d, k = max(math.prod(shape), 1), self.sparsifier.kept_count(shape, **assumed)
+        inner = self.quantizer.cost((k,)) if k else Cost(NONE, NONE)
+        encode = self.sparsifier.cost(shape, **assumed).encode + inner.encode * (k / d)
+        return Cost(encode, inner.decode * (k / d) + self.sparsifier.decompress_work(shape, **assumed))
 
     def __repr__(self) -> str:
         return f"{self.sparsifier!r}+{self.quantizer!r}"

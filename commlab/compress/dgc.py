@@ -32,7 +32,10 @@ optimizer must run *without* momentum: plain SGD, w <- w - lr (1/N) sum_i C_i, w
 worker i's sparse v_S. Weight decay, if any, is added to g before ``compress`` (the paper
 does so). What is sent is biased (top-k of the accumulator): the unsent rest waits in v,
 while factor masking deliberately drops the momentum of the coordinates just sent.
-Aggregation "gather"; the wire form is top-k's. Left out: the Nesterov variant, and the
+Aggregation "gather"; the wire form is top-k's (:meth:`DGC.payload_bytes` at a given step,
+after the warm-up by default). On a GPU (``cost``, a step after the warm-up): top-k's encode
+plus the momentum and accumulation (8 passes, 3 launches) and the masking of the two buffers
+(6 k/d passes, 2 launches); decode: top-k's. Left out: the Nesterov variant, and the
 hierarchical sampling of the threshold (our exact selection is already faster than topk).
 """
 from __future__ import annotations
@@ -41,7 +44,9 @@ import math
 
 import torch
 
+from . import cost as costs
 from .base import Compressor, Payload, check_int, check_number, check_ratio
+from .cost import CHECK, Cost, Work
 from .sparse import check_sparse, densify, sparse_nbytes, sparse_payload, topk_indices
 from .topk import count
 
@@ -103,9 +108,26 @@ class DGC(Compressor):
         st = self.state.get(key)
         return 0 if st is None else st[2]
 
-    def wire_bytes(self, shape, step: int = 10 ** 18, dtype=torch.float32) -> int:
-        """Exact payload size at ``step`` (after the warm-up by default)."""
-        return sparse_nbytes(tuple(shape), count(self.density(step), math.prod(shape)), dtype)
+    def payload_bytes(self, shape, dtype=torch.float32, *, step: int | None = None) -> int:
+        """Exact payload size at ``step`` (the number of earlier calls for that key; None: after
+        the warm-up, the steady state)."""
+        return sparse_nbytes(tuple(shape), self._kept(shape, step), dtype)
+
+    def _kept(self, shape, step) -> int:
+        return count(self.ratio if step is None else self.density(step), math.prod(shape))
+
+    def cost(self, shape, *, step: int | None = None) -> Cost:
+        """A step with buffers (after the warm-up unless ``step`` says): momentum, accumulation,
+        top-k of |v|, the values, both buffers masked; decode: densify."""
+        d, k = max(math.prod(shape), 1), self._kept(shape, step)
+        encode = (CHECK
+                  + (Work(1, 1, syncs=1) + Work(2, 1) if self.clip is not None else costs.NONE)  # ||g||, g scaled
+                  + Work(2, 1) + Work(3, 1)  # u *= m; u += g
+                  + Work(3, 1)  # v += u
+                  + costs.topk(k, d) + costs.gather(k, d)  # |v|, topk, the values v_S
+                  + Work(3 * k / d, 1).repeat(2)  # v_S = 0, u_S = 0 (index_fill_: positions read, values written)
+                  + costs.positions_out(k, d))
+        return Cost(encode, costs.densify(k, d))
 
     def reset(self) -> None:
         """Forget every momentum buffer, accumulator and warm-up step count."""

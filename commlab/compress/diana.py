@@ -19,13 +19,16 @@ As a Compressor: ``compress(g, key)`` sends Q(g - h_i) and moves h_i (worker sta
 ``decompress(p)`` is Delta_i; ``combine(payloads, key)`` is the aggregate above and moves h
 (server state; in an all-gather every rank holds the same h). ``__call__`` (compress then
 decompress) returns the worker's own estimate h_i + Delta_i (before the shift moves).
-Wire: QSGD's payload of the difference. Aggregation "gather".
+Wire: QSGD's payload of the difference. Aggregation "gather". Cost on a GPU (``cost``): QSGD's
+encode and decode (the worker moves its shift by what it sent) plus g - h, h + Delta, h += alpha
+Delta: 9 passes and 3 launches more; ``combine_work`` adds the server's shift (6 passes, 2 launches).
 """
 from __future__ import annotations
 
 import torch
 
 from .base import Compressor, Payload, check_number, work
+from .cost import CHECK, Cost, Work
 from .qsgd import QSGD
 
 
@@ -87,6 +90,23 @@ class Diana(Compressor):
         h.add_(mean, alpha=self.alpha)
         first = payloads[0]
         return g.reshape(first.shape).to(first.dtype)
+
+    def payload_bytes(self, shape, dtype=torch.float32) -> int:
+        """QSGD's payload of the difference g - h."""
+        return self.quantizer.payload_bytes(shape, dtype)
+
+    def cost(self, shape) -> Cost:
+        """g - h, QSGD of it and its decoding, the estimate h + Delta, the shift h += alpha Delta."""
+        q = self.quantizer.cost(shape)
+        encode = (CHECK + Work(3, 1)  # g - h
+                  + q.encode + q.decode  # Delta, and what the server will see of it
+                  + Work(3, 1) + Work(3, 1))  # h + Delta (the estimate); h += alpha Delta
+        return Cost(encode, q.decode)
+
+    def combine_work(self, shape, n: int) -> Work:
+        """n decodes summed (0 + the first, then n - 1 adds), / n, g = h + mean, h += alpha mean."""
+        return (self.cost(shape).decode.repeat(n) + Work(2, 1) + Work(3, 1).repeat(n - 1) + Work(2, 1)
+                + Work(3, 1) + Work(3, 1))
 
     def shift(self, key=None) -> torch.Tensor | None:
         """This worker's h_i for ``key``."""

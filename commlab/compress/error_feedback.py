@@ -20,12 +20,20 @@ Aggregation is the inner compressor's. For "sum" compressors the local contribut
 ``from_summed(summable(x), x, 1)`` is what the residual subtracts; for the others it is
 ``decompress(compress(x))``. Compressors that aggregate in several rounds (PowerSGD) keep
 their own error feedback.
+
+Wire and cost: the inner compressor's payload and collectives; its encode plus, on a GPU, the
+bookkeeping (in passes over fp32 x): the check, e + g (3 passes), the local decode, the new
+residual x - C(x) (3 passes): 6 passes, 7 launches and 1 sync more than the inner encode, and
+the local decode's work ("sum": the summable copied and ``from_summed``).
 """
 from __future__ import annotations
 
 import torch
 
+import math
+
 from .base import Compressor, Payload
+from .cost import CHECK, Cost, Work
 
 
 class ErrorFeedback(Compressor):
@@ -80,6 +88,38 @@ class ErrorFeedback(Compressor):
     def combine(self, payloads: list, key=None) -> torch.Tensor:
         """The inner compressor's aggregate of every rank's payload."""
         return self.inner.combine(payloads, key)
+
+    def payload_bytes(self, shape, dtype=torch.float32, **assumed) -> int:
+        """The inner compressor's payload (``assumed``: its keywords, e.g. threshold's ``kept``)."""
+        return self.inner.payload_bytes(shape, dtype, **assumed)
+
+    def summed_bytes(self, shape, dtype=torch.float32) -> int:
+        """The inner compressor's summable tensor."""
+        return self.inner.summed_bytes(shape, dtype)
+
+    def wire(self, shape, dtype=torch.float32) -> tuple:
+        """The inner compressor's collectives."""
+        return self.inner.wire(shape, dtype)
+
+    def cost(self, shape, **assumed) -> Cost:
+        """The inner encode, with the residual added before and the local decode subtracted after."""
+        inner = self.inner.cost(shape, **assumed)
+        if self.aggregation == "sum":  # the residual subtracts from_summed(summable(x).clone(), x, 1)
+            d = max(math.prod(shape), 1)
+            local = Work(2 * self.inner.summed_bytes(shape) / (4 * d), 1) + inner.decode
+        else:
+            local = self.inner.decompress_work(shape, **assumed)
+        encode = (CHECK  # the check of g
+                  + Work(3, 1)  # x = e + g
+                  + inner.encode + local  # C(x), and what the others will decode of it
+                  + Work(3, 1))  # e = x - C(x)
+        return Cost(encode, inner.decode)
+
+    def decompress_work(self, shape, **assumed) -> Work:
+        return self.inner.decompress_work(shape, **assumed)
+
+    def combine_work(self, shape, n: int) -> Work:
+        return self.inner.combine_work(shape, n)
 
     def residual(self, key=None) -> torch.Tensor | None:
         """The current residual e for ``key`` (None before the first call)."""

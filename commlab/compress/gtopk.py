@@ -29,11 +29,20 @@ against (N-1)(alpha + m beta) for all-gathering the top-k's and 2 (N-1) alpha +
 2 (N-1)/N 4 d beta for a dense ring all-reduce (:func:`commlab.arch.gtopk_allreduce.cost`). The tree runs
 over Comm in :mod:`commlab.arch.gtopk_allreduce`: one uint8 message (the payload's ``to_bytes``) per
 tree edge and direction; this module is the compressor's pure part (selection, merge, residual).
+
+Declared: ``wire`` is one ("tree", payload bytes); ``cost`` is a rank's part of :meth:`GTopK.aggregate`
+on a GPU, its encode top-k's selection on the residual-corrected acc (8 + 10 k/d passes, 11
+launches) and the residual's update (two boolean selections: 2 syncs), its decode the scatter of
+the global top-k; ``combine_work(n)``: the ceil(log2 n) merges a rank of the tree does at most.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
+from . import cost as costs
+from .cost import CHECK, Cost, Work
 from .sparse import topk_indices
 from .topk import TopK, count
 
@@ -86,8 +95,37 @@ class GTopK(TopK):
         out[gidx] = gval.to(acc.dtype) / world_size
         return out.to(t.dtype).view(t.shape)
 
-    def reset(self) -> None:
-        """Forget every residual."""
+    def wire(self, shape, dtype=torch.float32) -> tuple:
+        """One payload of k entries up and down the binomial tree (:mod:`commlab.arch.gtopk_allreduce`)."""
+        return (("tree", self.payload_bytes(shape, dtype)),)
+
+    def cost(self, shape) -> Cost:
+        """:meth:`aggregate` without the tree: residual-corrected top-k and the residual's update;
+        decode: the global top-k scattered into zeros, divided by N."""
+        d, k = max(math.prod(shape), 1), self.kept_count(shape)
+        f = k / d
+        encode = (CHECK
+                  + Work(2, 1) + Work(3, 1)  # acc = copy of g; acc += e
+                  + costs.topk(k, d) + costs.gather(k, d)  # |acc|, topk, sent = acc[idx]
+                  + costs.positions_out(k, d)  # the leaf's payload
+                  + Work(f * 4.25, 1)  # delivered = isin(idx, global idx)
+                  + Work(f * 2.25, 1, syncs=1).repeat(2)  # idx[delivered], sent[delivered]: nonzero, then gather
+                  + Work(f * 8, 3))  # acc[those] -= sent: gather, subtract, index_put_
+        decode = Work(1, 1) + Work(f * 2, 1) + Work(f * 4, 1)  # zeros(d); values / N; index_put_
+        return Cost(encode, decode)
+
+    def combine_work(self, shape, n: int) -> Work:
+        """gTop-k combines no gathered payloads: the ceil(log2 n) merges a rank does at most, each
+        the union of two k-entry vectors (a sort-based unique: 1 sync), their values added, topk of the 2k."""
+        d, k = max(math.prod(shape), 1), self.kept_count(shape)
+        f = k / d
+        merge = (costs.positions_in(k, d) + Work(f * 8, 1)  # received positions to int64; cat the two
+                 + Work(f * 12, 2, syncs=1)  # unique with its inverse
+                 + Work(f * 4, 3) + Work(f * 8, 1)  # zeros, cat the values; index_add_
+                 + Work(f * 2 + f * 3, 1, select=2 * k)  # topk of |values|
+                 + Work(f * 8, 2))  # positions and values of the k kept
+        return merge.repeat(math.ceil(math.log2(n)) if n > 1 else 0)
+
         self.residuals.clear()
 
     def __repr__(self) -> str:

@@ -27,7 +27,11 @@ Wire: sending: a 1-byte flag (1), R as fp32, the levels packed with ceil(log2(s 
 ``header + 1 + 4 + ceil(d bits / 8)``; skipping: the flag (0) alone, ``header + 1`` bytes
 (19 bytes in all for a 1-D tensor: an 18-byte header and the flag). ``decompress`` gives dQ (zeros for a skip);
 ``combine(payloads, key)`` adds them to the server's sum and returns (1/M) sum_m Qhat_m.
-Deterministic and biased (unbiased = False); aggregation "gather".
+Deterministic and biased (unbiased = False); aggregation "gather". Declared for a round that
+sends (``payload_bytes(shape, sends=False)`` is the flag alone); its cost on a GPU (``cost``,
+a worker with a Qhat): the innovation, its radius (a sync), the levels, their decoding into
+Qhat, and the four squared norms of the skip rule and the errors (syncs each): about 50 passes,
+45 launches, 6 syncs; decode: the flag (a sync), unpacking, scaling, 12 passes, 20 launches.
 """
 from __future__ import annotations
 
@@ -35,8 +39,12 @@ from collections import deque
 
 import torch
 
+import math
+
 from . import coding
-from .base import Compressor, Payload, check_int, check_levels, check_number, restore, work
+from . import cost as costs
+from .base import Compressor, Payload, check_int, check_levels, check_number, header_bytes, restore, work
+from .cost import CHECK, Cost, Work, tiny
 
 
 class LAQ(Compressor):
@@ -87,7 +95,7 @@ class LAQ(Compressor):
             self.skipped += 1
             return Payload({"flag": torch.zeros(1, dtype=torch.uint8, device=t.device)}, t.shape, t.dtype)
         p = Payload({"flag": torch.ones(1, dtype=torch.uint8, device=t.device),
-                     "radius": torch.tensor([radius], dtype=torch.float32, device=t.device),
+                     "radius": torch.full((1,), radius, dtype=torch.float32, device=t.device),  # no host copy
                      "q": coding.pack_bits(q.to(torch.int32), self.bits)}, t.shape, t.dtype)
         st["qhat"] += work(self.decompress(p))  # exactly what the server adds
         st.update(err=float((g - st["qhat"]).pow(2).sum()), clock=0, fresh=False)
@@ -118,6 +126,35 @@ class LAQ(Compressor):
         mean = total / len(payloads)
         self.observe(mean, key)
         return mean.reshape(first.shape).to(first.dtype)
+
+    def payload_bytes(self, shape, dtype=torch.float32, *, sends: bool = True) -> int:
+        """A round that sends: flag, radius and packed levels; ``sends=False``: the flag alone."""
+        if not sends:
+            return header_bytes(len(shape), ["flag"]) + 1
+        return header_bytes(len(shape), ["flag", "radius", "q"]) + 1 + 4 + -(-math.prod(shape) * self.bits // 8)
+
+    def cost(self, shape) -> Cost:
+        """A worker's round that sends, after its first: quantize the innovation, test the skip rule,
+        update Qhat by the decoded levels and the error; decode: unpack and scale."""
+        d = max(math.prod(shape), 1)
+        decode = (Work(syncs=1)  # the flag, read on the host
+                  + costs.unpack_codes(self.bits, d, d) + Work(2, 1)  # the levels, to fp32
+                  + tiny(2) + Work(2, 1) + Work(2, 1))  # 2 R / s; q *= it; q -= R
+        encode = (CHECK + Work(3, 1)  # diff = g - Qhat
+                  + Work(2, 1) + Work(1, 1, syncs=1)  # R = max |diff|, float()
+                  + Work(2, 1).repeat(5)  # (diff + R) s / (2 R) + 1/2, floor, clamp: the levels
+                  + Work(2, 1) + Work(2, 1)  # dQ = q 2 R / s - R
+                  + Work(3, 1).repeat(2) + Work(2, 1) + Work(1, 1, syncs=1)  # ||g - Qhat - dQ||^2
+                  + Work(2, 1) + Work(1, 1, syncs=1)  # ||dQ||^2, the skip rule
+                  + tiny(2) + Work(2, 1) + costs.pack_codes(self.bits, d, d, 4)  # flag, R; levels to int32, packed
+                  + decode + Work(3, 1)  # Qhat += what the server adds
+                  + Work(3, 1) + Work(2, 1) + Work(1, 1, syncs=1))  # the new error ||g - Qhat||^2
+        return Cost(encode, decode)
+
+    def combine_work(self, shape, n: int) -> Work:
+        """The server's sum: per payload its flag (a sync), decode, add; the mean, and ||mean||^2 for the rule."""
+        one = Work(syncs=1) + self.cost(shape).decode + Work(3, 1)
+        return one.repeat(n) + Work(2, 1) + Work(3, 1) + Work(4, 1) + Work(2, 1, syncs=1)  # / n; to fp64, ^2, sum
 
     def observe(self, aggregate: torch.Tensor, key=None) -> None:
         """Record this round's aggregate (mean gradient applied) for the skip rule."""

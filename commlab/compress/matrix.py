@@ -13,7 +13,8 @@ Rule, for a tensor of shape ``shape`` with d elements:
 
 A compressor of rank r sends a matrix only if that saves bytes, r (m + n) < m n; otherwise
 it sends it uncompressed (:func:`worth_it`). :class:`LowRank` holds what the two share: the
-plan, the wire form of two factors, decompression, exact sizes.
+plan, the wire form of two factors, decompression, exact sizes, and the cost of decoding
+(one matrix product, 2 r a b flops, writing the matrix: 1 pass).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import math
 import torch
 
 from .base import Compressor, Payload, check_rank, header_bytes
+from .cost import CHECK, Work
 
 MIN_VECTOR = 1 << 16
 
@@ -115,11 +117,23 @@ class LowRank(Compressor):
         M = torch.mm(left.to(wide).view(r, a).T, right.to(wide).view(r, b))
         return from_matrix(M.T if transposed else M, p.shape, p.dtype)
 
-    def wire_bytes(self, shape, r: int | None = None, dtype=torch.float32) -> int:
+    def payload_bytes(self, shape, dtype=torch.float32, *, r: int | None = None) -> int:
         """Exact payload size for a tensor of ``shape``: factors of rank ``r`` (default: the
         rank the plan uses), or the raw tensor."""
-        size = torch.empty((), dtype=dtype).element_size()
         plan = self.plan(shape)
         if plan is None:
-            return header_bytes(len(shape), ["raw"]) + math.prod(shape) * size
-        return header_bytes(len(shape), self.factors) + (plan[2] if r is None else r) * (plan[0] + plan[1]) * size
+            return header_bytes(len(shape), ["raw"]) + math.prod(shape) * dtype.itemsize
+        return header_bytes(len(shape), self.factors) + (plan[2] if r is None else r) * (plan[0] + plan[1]) * dtype.itemsize
+
+    def matrix_work(self, shape) -> Work:
+        """:meth:`matrix` of an fp32 tensor: the check, and a copy (zero-padded for a 1-D view)."""
+        a, b = self.plan(shape)[:2]
+        d = max(math.prod(shape), 1)
+        return CHECK + (Work(2, 1) if a * b == d else Work(a * b / d, 1) + Work(2, 1))  # clone; or zeros, copy
+
+    def product_work(self, shape, r: int) -> Work:
+        """L^T R, a x b from rank r factors (2 r a b flops, the matrix written), back in the tensor's
+        shape (a copy when the view was transposed)."""
+        a, b, _, transposed = self.plan(shape)
+        f = a * b / max(math.prod(shape), 1)
+        return Work(f + r * (a + b) / (a * b) * f, 1, flops=2 * r * a * b) + (Work(2 * f, 1) if transposed else Work())

@@ -19,13 +19,22 @@ only for |x| > 2^127).
 
 Wire: exponents as uint8 and signs packed 8 per byte: ``header + d + ceil(d / 8)`` bytes
 (= ceil(9 d / 8)). Aggregation "gather".
+
+Cost on a GPU (``cost``): the check, the exponent and mantissa fields (3 integer ops), one
+random int32 per coordinate, the comparison and rounding, the byte, the sign bits: 18 passes,
+17 launches, 1 sync; decode: the signs and exponents shifted back into fp32 bits, 10 passes,
+7 launches.
 """
 from __future__ import annotations
 
 import torch
 
 from . import coding
-from .base import Compressor, Payload, restore
+import math
+
+from . import cost as costs
+from .base import Compressor, Payload, header_bytes, restore
+from .cost import CHECK, Cost, Work
 
 
 class Natural(Compressor):
@@ -55,3 +64,22 @@ class Natural(Compressor):
         neg = coding.unpack_bits(p["signs"], 1, p.numel).to(torch.int32)
         bits = (neg << 31) | (p["exp"].to(torch.int32) << 23)
         return restore(bits.view(torch.float32), p)
+
+    def payload_bytes(self, shape, dtype=torch.float32) -> int:
+        """The header, one exponent byte and one sign bit per coordinate."""
+        d = math.prod(shape)
+        return header_bytes(len(shape), ["exp", "signs"]) + d + -(-d // 8)
+
+    def cost(self, shape) -> Cost:
+        """Fields of the fp32 bits, a random mantissa to compare with, exponent bytes, packed signs."""
+        d = max(math.prod(shape), 1)
+        encode = (CHECK
+                  + Work(2, 1).repeat(3)  # exponent: bits >> 23, & 0xFF; mantissa: bits & 0x7FFFFF
+                  + Work(1, 1)  # one random int32 per coordinate
+                  + Work(2.25, 1) + Work(2.25, 1) + Work(2, 1)  # draw < mantissa; exponent + it; clamp_
+                  + Work(1.25, 1)  # the exponent to uint8
+                  + Work(1.25, 1) + costs.pack_codes(1, d, d))  # bits < 0, packed
+        decode = (costs.unpack_codes(1, d, d)  # the sign bits as int32
+                  + Work(2, 1) + Work(1.25, 1) + Work(2, 1)  # sign << 31; exponent to int32, << 23
+                  + Work(3, 1))  # or: the fp32 bits
+        return Cost(encode, decode)

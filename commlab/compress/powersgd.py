@@ -30,14 +30,21 @@ Wire per compressed tensor: r (m + n) values in the tensor's dtype; as a standal
 (``compress``) the parts "p" (P^ transposed, r x m) and "q" (Q transposed, r x n),
 ``header + r (m + n) value bytes``;
 an uncompressed tensor is one part "raw". Arithmetic runs in fp32 (fp64 stays fp64).
+
+Declared: ``wire`` is the two all-reduces, P (m r values) then Q (n r values), or one of the
+raw tensor; ``cost`` on a GPU: M = g + e copied (5 passes), the three products M Q, M^T P and
+the error M - P Q^T (4 passes, 6 r m n flops) and the QR of P; decode one product (1 pass,
+2 r m n flops).
 """
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
 from .base import Payload
+from .cost import CHECK, Cost, Work
 from .matrix import MIN_VECTOR, LowRank, from_matrix
 
 
@@ -135,6 +142,31 @@ class PowerSGD(LowRank):
             self._finish(keys[i], jobs[i][0], p_hat, q_local, q_mean)
             out[i] = from_matrix(torch.mm(p_hat, q_mean.T), tensors[i].shape, tensors[i].dtype)
         return out
+
+    def wire(self, shape, dtype=torch.float32) -> tuple:
+        """Two all-reduces, of P (m x r) and of Q (n x r); a tensor sent raw goes in the first, alone."""
+        plan = self.plan(shape)
+        if plan is None:
+            return (("allreduce", math.prod(shape) * dtype.itemsize),)
+        a, b, r, _ = plan
+        return (("allreduce", a * r * dtype.itemsize), ("allreduce", b * r * dtype.itemsize))
+
+    def cost(self, shape) -> Cost:
+        """M = g + e; P = M Q, its QR; Q = M^T P; the error M - P Q^T; the means of P and Q.
+        Decode: P Q^T. A raw tensor: copied into the first all-reduce's buffer, then / N."""
+        plan = self.plan(shape)
+        d = max(math.prod(shape), 1)
+        if plan is None:
+            return Cost(CHECK + Work(2, 1), Work(2, 1))
+        a, b, r, _ = plan
+        f, mn = a * b / d, 2 * r * a * b  # the matrix in passes over d; flops of a product
+        encode = (self.matrix_work(shape)
+                  + (Work(3 * f, 1) if self.error_feedback else Work())  # M += e
+                  + Work(f, 1, flops=mn) + Work(0, 2, flops=4 * a * r * r)  # P = M Q; its QR
+                  + Work(4 * a * r / d, 2)  # P into the all-reduce's buffer, / N
+                  + Work(f, 1, flops=mn) + Work(4 * b * r / d, 2)  # Q = M^T P; the same for Q
+                  + (Work(2 * f, 1, flops=mn) if self.error_feedback else Work()))  # e = M - P Q^T
+        return Cost(encode, self.product_work(shape, r))
 
     def reset(self) -> None:
         """Forget every error-feedback buffer and warm-started Q."""

@@ -19,6 +19,11 @@ Wire: no indices, only the draw's 64-bit seed and the k values; the receiver dra
 ``header (27 bytes for a 1-D tensor) + 8 + k * value bytes``. In an all-reduce only the k
 values travel (``summable``).
 
+On a GPU (``cost``; summable and from_summed, f = k / d): the check, the draw of S (random
+positions, unique (a sync), a permutation, a sort: about 16 f passes, 5 launches), the k values
+gathered and copied out: 1 + 22 f passes, 12 launches, 2 syncs; decode: zeros, the values scaled
+and put at S: 1 + 6 f passes, 3 launches (``decompress`` reads the seed first: one sync more).
+
 Drawing S: for k > d/8, the first k entries of a random permutation; else k positions drawn
 with replacement, made distinct (``unique``, topped up while fewer than k) and k of them
 kept at random. Every step is symmetric in the d positions, so S is uniform over k-subsets,
@@ -31,6 +36,7 @@ import math
 import torch
 
 from .base import Compressor, Payload, check_ratio, header_bytes
+from .cost import CHECK, Cost, Work
 from .topk import count as kept
 
 
@@ -75,7 +81,8 @@ class RandK(Compressor):
         """The draw's seed (8 bytes) and the k chosen values; positions are redrawn from the seed."""
         flat = self.check(t).detach().reshape(-1)
         seed, idx = self._draw(flat)
-        seed_part = torch.tensor([seed], dtype=torch.int64, device=t.device)  # beside the values: NCCL sends GPU tensors
+        # beside the values (NCCL sends GPU tensors), by a fill kernel rather than a copy from the host
+        seed_part = torch.full((1,), seed, dtype=torch.int64, device=t.device)
         return Payload({"seed": seed_part, "val": flat[idx]}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
@@ -111,10 +118,39 @@ class RandK(Compressor):
         k = kept(self.ratio, d)
         return d / k - 1 if k else math.inf
 
-    def wire_bytes(self, shape, dtype=torch.float32) -> int:
-        """Exact payload size for a tensor of ``shape`` and ``dtype``."""
-        k = kept(self.ratio, math.prod(shape))
-        return header_bytes(len(shape), ["seed", "val"]) + 8 + k * torch.empty((), dtype=dtype).element_size()
+    def kept_count(self, shape) -> int:
+        """k, the coordinates a tensor of ``shape`` sends."""
+        return kept(self.ratio, math.prod(shape))
+
+    def payload_bytes(self, shape, dtype=torch.float32) -> int:
+        """Exact payload size for a tensor of ``shape`` and ``dtype``: the seed and k values."""
+        return header_bytes(len(shape), ["seed", "val"]) + 8 + self.summed_bytes(shape, dtype)
+
+    def summed_bytes(self, shape, dtype=torch.float32) -> int:
+        """k values: the all-reduce adds the values at the shared positions."""
+        return self.kept_count(shape) * dtype.itemsize
+
+    def cost(self, shape) -> Cost:
+        """``summable``: check, draw S, gather, copy; ``from_summed``: zeros, scale, put at S."""
+        d, k = max(math.prod(shape), 1), self.kept_count(shape)
+        f = k / d
+        if 8 * k > d:  # the first k of a random permutation of d, sorted
+            draw = Work(2, 1) + Work(f * 6, 1)
+        else:  # k + k/16 + 16 positions, unique (a sync), a random order of them, k kept, sorted
+            draw = (Work(f * 2.125, 1) + Work(f * 4.25, 1, syncs=1) + Work(f * 2.125, 1) + Work(f * 6, 1)
+                    + Work(f * 6, 1))
+        encode = (CHECK + draw
+                  + Work(f * 4, 1)  # x[S]
+                  + Work(f * 2, 1))  # copied out (summable's clone; compress fills the seed part instead)
+        return Cost(encode, self._expand_work(d, k))
+
+    @staticmethod
+    def _expand_work(d: int, k: int) -> Work:
+        return Work(1, 1) + Work(2 * k / d, 1) + Work(4 * k / d, 1)  # zeros(d); values * d / (k N); put at S
+
+    def decompress_work(self, shape, **assumed) -> Work:
+        """``decompress``: the seed read on the host (to draw S again), then as ``from_summed``."""
+        return Work(syncs=1) + self._expand_work(max(math.prod(shape), 1), self.kept_count(shape))
 
     def __repr__(self) -> str:
         return f"randk({self.ratio:g})"

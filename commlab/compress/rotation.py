@@ -26,6 +26,17 @@ Wire: seed (int64), per bucket min and max (fp32), then the levels:
 the levels' counts in this message: code lengths (s + 1 bytes), the block offsets (int32 per
 block of 256 to 2048 levels, :func:`commlab.compress.coding.huffman_block`) and the code bits;
 ``coding="packed"``: ceil(log2(s + 1)) bits per level. Aggregation "gather".
+The Huffman code's size depends on the levels drawn: :meth:`Rotated.payload_bytes` takes
+``code_bits`` (the code's total bits), by default the mean length of the Huffman code of the
+levels expected for Gaussian rotated coordinates (in a bucket's range of about +-sqrt(2 ln b)
+standard deviations, :func:`commlab.compress.qsgd.rounded_levels`) times the levels.
+
+Cost on a GPU (``cost``): the rotation is two Hadamard products per bucket (128 d flops for
+b = 1024, 4 passes) between sign flips, the Hadamard matrices are rebuilt each call (about 40
+tiny launches); then the range per bucket, the draw, floor and clamp: about 30 passes, 80
+launches; packed levels unpack in 7 passes. Huffman coding runs on the host by design: the
+levels go there and back (syncs), costing about 100 passes of the host's memory to encode and
+250 to decode (``host``, measured against a numpy copy).
 """
 from __future__ import annotations
 
@@ -34,7 +45,10 @@ import math
 import torch
 
 from . import coding
-from .base import Compressor, Payload, check_int, check_levels, restore, work
+from . import cost as costs
+from .base import Compressor, Payload, check_int, check_levels, header_bytes, restore, work
+from .cost import CHECK, Cost, Work, tiny
+from .qsgd import rounded_levels
 
 CODINGS = ("huffman", "packed")
 
@@ -101,7 +115,7 @@ class Rotated(Compressor):
         r.add_(torch.rand(r.numel(), generator=self.generator(x.device), device=x.device, dtype=x.dtype))
         q = r.floor_().clamp_(0, s).to(torch.uint8)
         self.tick()
-        parts = {"seed": torch.tensor([rseed], dtype=torch.int64, device=t.device),
+        parts = {"seed": torch.full((1,), rseed, dtype=torch.int64, device=t.device),  # filled, not copied
                  "range": torch.stack([lo, hi], 1).float()}
         if self.coding == "packed":
             parts["levels"] = coding.pack_bits(q, coding.bits_for(s))
@@ -127,3 +141,57 @@ class Rotated(Compressor):
         v = fwht(y).mul_(1 / math.sqrt(b))
         v.mul_(self._signs(int(p["seed"][0]), b, v.device, dtype))
         return restore(v.reshape(-1)[:d], p)
+
+    def payload_bytes(self, shape, dtype=torch.float32, *, code_bits: int | None = None) -> int:
+        """Seed, ranges and the levels: packed (exact), or Huffman-coded in ``code_bits`` bits (by
+        default the expected length for Gaussian rotated coordinates, rounded to whole bits)."""
+        d, b, s = math.prod(shape), self.bucket, self.levels
+        n = -(-d // b) * b  # levels, padding included
+        head = 8 + 8 * (n // b)  # seed; min and max per bucket
+        if self.coding == "packed":
+            return header_bytes(len(shape), ["seed", "range", "levels"]) + head + -(-n * coding.bits_for(s) // 8)
+        if code_bits is None:
+            code_bits = round(n * self.huffman_bits(min(b, max(d, 1))))
+        starts = 4 * -(-n // coding.huffman_block(n))  # int32 bit offset per block
+        return header_bytes(len(shape), ["seed", "range", "lengths", "starts", "code"]) + head + s + 1 + starts + \
+            -(-code_bits // 8)
+
+    def huffman_bits(self, b: int) -> float:
+        """Mean bits per level of the Huffman code of the levels expected in a bucket of b Gaussian
+        rotated coordinates (range: the expected extremes, about +-sqrt(2 ln b))."""
+        a = math.sqrt(2 * math.log(b)) - (math.log(math.log(b)) + math.log(4 * math.pi)) / (
+            2 * math.sqrt(2 * math.log(b))) if b > 2 else 1.0  # expected max of b standard normals
+        p = rounded_levels(self.levels, self.levels / (2 * a), self.levels / 2)
+        counts = [round(q * 2 ** 20) for q in p]
+        return sum(c * l for c, l in zip(counts, coding.huffman_lengths(counts))) / sum(counts)
+
+    def cost(self, shape) -> Cost:
+        """Random signs, two Hadamard products per bucket, the range, a draw, floor, clamp, the
+        levels packed (or Huffman-coded on the host); decode backwards."""
+        d, b, s = max(math.prod(shape), 1), self.bucket, self.levels
+        n = -(-d // b) * b
+        f = n / d  # padding included
+        m = b.bit_length() - 1
+        p, q = 1 << (m // 2), 1 << (m - m // 2)
+        hadamards = tiny(2 + 4 * (m // 2) + 4 * (m - m // 2))  # H_p, H_q rebuilt: ones, then 4 per doubling
+        signs = tiny(4)  # b random signs: empty, bernoulli_, * 2, - 1
+        rotate = (hadamards + Work(f * 2, 1, flops=2 * n * p) + Work(f * 2, 1, flops=2 * n * q)  # H_p V, then V H_q
+                  + Work(f * 2, 1))  # / sqrt(b)
+        encode = (CHECK + tiny(2) + Work(syncs=1)  # the rotation's seed, drawn on the host
+                  + (Work(2 * f, 2) if n != d else Work(2, 1))  # the padded copy
+                  + signs + Work(f * 2, 1) + rotate  # signs, H D x / sqrt(b)
+                  + Work(f, 1).repeat(2) + tiny(6)  # min, max per bucket; s / width where width > 0
+                  + Work(f * 2, 1) + Work(f * 2, 1)  # (y - min), times s / width
+                  + Work(f, 1) + Work(f * 3, 1) + Work(f * 2, 1).repeat(2) + Work(f * 1.25, 1)  # + uniform, floor, clamp, uint8
+                  + tiny(2))  # the seed's fill, the ranges stacked
+        back = (tiny(2) + Work(f * 2, 1).repeat(2)  # range / s; levels * width, + min
+                + rotate + Work(syncs=1) + signs + Work(f * 2, 1))  # H y' / sqrt(b); the seed read, the signs
+        if self.coding == "packed":
+            bits = coding.bits_for(s)
+            return Cost(encode + costs.pack_codes(bits, n, d),
+                        costs.unpack_codes(bits, n, d) + Work(f * 2, 1) + back)  # int32 levels to fp32
+        encode += (Work(f * 0.25, 1) + Work(syncs=1)  # bincount of the levels, to the host (tolist)
+                   + Work(f * 0.25, 1, syncs=4, host=100))  # the levels to numpy's Huffman coder, 3 parts back
+        decode = (Work(f * 2, 1, syncs=3, host=250)  # lengths and the code to the host; int64 levels back
+                  + Work(f * 3, 1) + back)  # int64 levels to fp32
+        return Cost(encode, decode)

@@ -24,6 +24,12 @@ Two wire forms:
   x_i < 0 (Strom packs a 31-bit index and a sign bit into 32 bits). int16 words for
   d <= 32768, else int32, plus tau itself: ``header (27 bytes for 1-D) + nnz (2 or 4) +
   value bytes``. With error feedback the difference x_i - tau sign(x_i) stays in the residual.
+
+The size depends on the data: :meth:`Threshold.payload_bytes` and :meth:`Threshold.cost` take
+``kept``, the coordinates that pass (a count, or a fraction of d), 1% of d by default (:data:`KEPT`,
+top-k(0.01)'s density, which a threshold is usually tuned near). On a GPU (``cost``, f = kept / d):
+|x|, the comparison, ``nonzero`` (the host learns the count: a sync), gather, the sum of the
+kept values (the check: a second sync): 4 + 10 f passes, 11 launches; decode: densify.
 """
 from __future__ import annotations
 
@@ -31,8 +37,13 @@ import math
 
 import torch
 
+from .. import checks
+from . import cost as costs
 from .base import FLOAT_DTYPES, Compressor, Payload, check_number, header_bytes
+from .cost import FINITE, Cost, Work, tiny
 from .sparse import check_sparse, densify, positions, sparse_nbytes, sparse_payload
+
+KEPT = 0.01  # the fraction of coordinates assumed to pass the threshold when nobody says
 
 
 def signed_index_dtype(d: int) -> torch.dtype:
@@ -69,7 +80,8 @@ class Threshold(Compressor):
         if not self.signs:
             return sparse_payload(idx, val, t.shape, t.dtype)
         words = torch.where(val > 0, idx, -idx - 1).to(signed_index_dtype(flat.numel()))
-        return Payload({"idx": words, "tau": torch.tensor([self.tau], dtype=t.dtype, device=t.device)}, t.shape, t.dtype)
+        tau = torch.full((1,), self.tau, dtype=t.dtype, device=t.device)  # a fill kernel, not a copy from the host
+        return Payload({"idx": words, "tau": tau}, t.shape, t.dtype)
 
     def decompress(self, p: Payload) -> torch.Tensor:
         """The dense tensor: the kept values, or +-tau at the signed indices."""
@@ -82,12 +94,45 @@ class Threshold(Compressor):
         out[torch.where(words >= 0, words, -words - 1)] = torch.where(words >= 0, tau, -tau)
         return out.view(p.shape)
 
-    def wire_bytes(self, shape, nnz: int, dtype=torch.float32) -> int:
-        """Exact payload size when ``nnz`` coordinates of a tensor of ``shape`` pass the threshold."""
+    def kept_count(self, shape, kept=KEPT) -> int:
+        """How many coordinates pass: ``kept`` itself if an integer (at most d), else round(kept d)
+        for a fraction 0 <= kept <= 1."""
+        d = math.prod(shape)
+        if checks.is_int(kept) and kept >= 0:
+            return min(kept, d)
+        if not checks.is_number(kept) or not 0 <= kept <= 1:
+            raise ValueError(f"{self.name}: kept={kept!r} must be a count (an integer >= 0) or a fraction in [0, 1]")
+        return round(kept * d)
+
+    def payload_bytes(self, shape, dtype=torch.float32, *, kept=KEPT) -> int:
+        """Exact payload size when ``kept`` coordinates (a count, or a fraction of d) pass the threshold."""
+        nnz = self.kept_count(shape, kept)
         if not self.signs:
             return sparse_nbytes(tuple(shape), nnz, dtype)
-        word = torch.empty((), dtype=signed_index_dtype(math.prod(shape))).element_size()
-        return header_bytes(len(shape), ["idx", "tau"]) + nnz * word + torch.empty((), dtype=dtype).element_size()
+        word = signed_index_dtype(math.prod(shape)).itemsize
+        return header_bytes(len(shape), ["idx", "tau"]) + nnz * word + dtype.itemsize
+
+    def cost(self, shape, *, kept=KEPT) -> Cost:
+        """|x| > tau, nonzero, gather, the sum of the kept values; with ``signs`` the signed words.
+        Decode: densify, or the +-tau values placed at the unsigned words."""
+        d, k = max(math.prod(shape), 1), self.kept_count(shape, kept)
+        f = k / d
+        encode = (Work(2, 1) + Work(1.25, 1) + Work(0.5, 1)  # |x|; <= tau; not (NaN passes)
+                  + Work(0.25 + f * 2, 1, syncs=1)  # nonzero: int64 positions, their count to the host
+                  + costs.gather(k, d)  # the kept values
+                  + Work(f, 1) + FINITE + Work(syncs=1))  # their sum, isfinite, bool(): the check
+        if not self.signs:
+            return Cost(encode + costs.positions_out(k, d), costs.densify(k, d))
+        word = signed_index_dtype(d).itemsize
+        encode += (Work(f * 1.25, 1)  # val > 0
+                   + Work(f * 8, 2) + Work(f * 6.25, 1)  # -idx - 1 (neg, sub); where(val > 0, idx, ~idx)
+                   + Work(f * (8 + word) / 4, 1)  # to the signed word
+                   + tiny(1))  # tau, filled on the device
+        decode = (Work(f * (word + 8) / 4, 1) + Work(1, 1)  # words to int64; zeros(d)
+                  + Work(f * 2.25, 1) + Work(f * 8, 2) + Work(f * 6.25, 1)  # words >= 0; ~words; unsigned positions
+                  + Work(f * 2.25, 1) + tiny(1) + Work(f * 1.25, 1)  # words >= 0; -tau; where(.., tau, -tau)
+                  + Work(f * 4, 1))  # index_put_ of the values
+        return Cost(encode, decode)
 
     def __repr__(self) -> str:
         return f"threshold({self.tau:g}{', signs=True' if self.signs else ''})"

@@ -18,7 +18,10 @@ Wire: the positions and values of the k coordinates (:mod:`commlab.compress.spar
 coordinate, so top-k saves bandwidth only while ratio < 1/2.
 
 Speed: the selection is :func:`commlab.compress.sparse.topk_indices`, exact and faster
-than one ``torch.topk`` on large tensors; decompression is one scatter.
+than one ``torch.topk`` on large tensors; decompression is one scatter. On a GPU (``cost``):
+the check, |x| and ``torch.topk``'s radix select over d (select = d), a gather and the positions'
+cast: 4 + 10 k/d passes, 9 launches, 1 sync; decode: zeros and one scatter, 1 + 7 k/d passes,
+3 launches.
 """
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ import math
 
 import torch
 
+from . import cost as costs
 from .base import Compressor, Payload, check_ratio
+from .cost import CHECK, Cost
 from .sparse import check_sparse, densify, sparse_nbytes, sparse_payload, topk_indices
 
 
@@ -58,9 +63,19 @@ class TopK(Compressor):
         check_sparse(p, self.name)
         return densify(p)
 
-    def wire_bytes(self, shape, dtype=torch.float32) -> int:
-        """Exact payload size for a tensor of ``shape`` and ``dtype``."""
-        return sparse_nbytes(tuple(shape), count(self.ratio, math.prod(shape)), dtype)
+    def kept_count(self, shape) -> int:
+        """k, the coordinates a tensor of ``shape`` sends."""
+        return count(self.ratio, math.prod(shape))
+
+    def payload_bytes(self, shape, dtype=torch.float32) -> int:
+        """Exact payload size for a tensor of ``shape`` and ``dtype``: k positions and values."""
+        return sparse_nbytes(tuple(shape), self.kept_count(shape), dtype)
+
+    def cost(self, shape) -> costs.Cost:
+        """Check, |x|, topk, gather the k values, positions to their wire dtype; decode: densify."""
+        d, k = max(math.prod(shape), 1), self.kept_count(shape)
+        encode = CHECK + costs.topk(k, d) + costs.gather(k, d) + costs.positions_out(k, d)
+        return Cost(encode, costs.densify(k, d))
 
     def __repr__(self) -> str:
         return f"topk({self.ratio:g})"
