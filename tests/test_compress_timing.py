@@ -14,7 +14,7 @@ from commlab.net import Network, cost
 from commlab.runtime import launch
 
 SPECS = [None, "fp16", "randk(0.05)", "topk(0.01)", "topk(0.01)+ef", "qsgd(levels=4)", "signsgd", "gtopk(0.01)",
-         "powersgd(rank=2)", "atomo(rank=2)"]
+         "powersgd(rank=2)", "atomo(rank=2)", "terngrad", "dgc(0.01)", "laq"]
 
 
 def _clock(comm, spec, shape):
@@ -42,7 +42,7 @@ def test_messages_and_scale():
     dense = profile(None, x, 4)
     assert dense.messages == (("allreduce", 4 * x.numel()),) and dense.bytes_per_element == 4
     top = profile("topk(0.01)", x, 4, measure=False)
-    assert top.messages == (("allgather", compress.get("topk(0.01)").wire_bytes(x.shape)),)
+    assert top.messages == (("allgather", compress.get("topk(0.01)").payload_bytes(x.shape)),)
     half = profile("fp16", x, 4, measure=False)
     assert half.messages == (("allreduce", 2 * x.numel()),)
     low = profile("powersgd(rank=3)", x, 4, measure=False)
@@ -63,6 +63,17 @@ def test_messages_and_scale():
     p = StepProfile("x", 10, (("allreduce", 40),), 0.5)
     assert math.isclose(p.step_seconds(2, "10GbE", compute=1.0, scale=3.0),
                         1.0 + 1.5 + ring.cost(120, 2, "10GbE"), rel_tol=1e-12)
+
+
+def test_messages_are_the_declared_collectives():
+    """profile sends what the compressor declares (wire); a payload whose size depends on the
+    data (a threshold) is the one this x gives."""
+    x = torch.randn(96, 80, generator=torch.Generator().manual_seed(0))
+    for spec in ("terngrad", "powersgd(rank=2)", "gtopk(0.01)", "randk(0.05)", "qsgd", "signsgd", "topk(0.01)+ef"):
+        assert profile(spec, x, 4, measure=False).messages == compress.get(spec).wire(x.shape, x.dtype), spec
+    kept = int((x.abs() > 0.5).sum())
+    assert profile("threshold(0.5)", x, 4, measure=False).messages == \
+        (("allgather", compress.get("threshold(0.5)").payload_bytes(x.shape, kept=kept)),)
 
 
 def test_measured_seconds_are_positive():

@@ -13,10 +13,13 @@ a compressor computes. Here one BSP step with compressor C on N workers costs
   payload), one summed tensor ("sum": ``summable``, then ``from_summed``), PowerSGD's
   ``compress`` and ``decompress`` (its matrix products and QR), gTop-k's local selection
   and scatter (the merges of log2 N vectors of k entries are left out);
-* t_comm: the closed forms of :mod:`commlab.net.cost` for the messages the library sends:
-  a ring all-reduce of the 4d bytes (uncompressed) or of the summable tensor ("sum"), two
-  all-reduces of the factors P and Q (PowerSGD), a ring all-gather of the payloads
-  ("gather", "majority"), a binomial-tree reduce and broadcast of one payload (gTop-k).
+* t_comm: the closed forms of :mod:`commlab.net.cost` for the messages the library sends, as
+  the compressor declares them (``wire``): a ring all-reduce of the 4d bytes (uncompressed) or
+  of the summable tensor ("sum"), two all-reduces of the factors P and Q (PowerSGD), a ring
+  all-gather of the payloads ("gather", "majority"; TernGrad's after an all-reduce of its
+  scaler), a binomial-tree reduce and broadcast of one payload (gTop-k). A payload's bytes are
+  those of x's own payload: the declared ``payload_bytes`` wherever the size does not depend on
+  the data, and for a threshold or an entropy code what this x gives.
 
 The gradient is one tensor: all layers fused into one buffer, as tensor fusion does. A
 profile measured on one tensor stretches to a model of ``scale`` such tensors (time and
@@ -36,10 +39,7 @@ import torch
 from .. import checks, compress
 from ..net import cost
 from ..net.link import get_link
-from .gtopk import GTopK
-from .powersgd import PowerSGD
-
-COLLECTIVES = ("allreduce", "allgather", "tree")
+from .base import COLLECTIVES
 
 
 @dataclass(frozen=True)
@@ -107,31 +107,23 @@ def profile(spec, x: torch.Tensor, workers: int, repeats: int = 2, measure: bool
     c = compress.get(spec)
     if c is None:
         return StepProfile("uncompressed", d, (("allreduce", size * d),), 0.0)
-    inner = c.base
-    if isinstance(inner, PowerSGD):
-        plan = inner.plan(x.shape)
-        messages = (("allreduce", size * d),) if plan is None else (
-            ("allreduce", size * plan[0] * plan[2]), ("allreduce", size * plan[1] * plan[2]))
-
-        def work(c):
-            c.decompress(c.compress(x, key=0))
-    elif isinstance(inner, GTopK):
-        messages = (("tree", c.compress(x, key=0).nbytes),)
-
-        def work(c):
-            c.decompress(c.compress(x, key=0))
-    elif c.aggregation == "sum":
-        s = c.summable(x, key=0)
-        messages = (("allreduce", s.numel() * s.element_size()),)
-
-        def work(c):
-            c.from_summed(c.summable(x, key=0), x, workers)
-    else:
-        messages = (("allgather", c.compress(x, key=0).nbytes),)
+    messages = tuple(c.wire(x.shape, x.dtype))
+    if any(kind != "allreduce" for kind, _ in messages):  # a payload travels: x's own, whose size may
+        nbytes = c.compress(x, key=0).nbytes  # depend on the data (a threshold, an entropy code)
+        messages = tuple((kind, n if kind == "allreduce" else nbytes) for kind, n in messages)
+    if any(kind == "allgather" for kind, _ in messages):  # every payload gathered and combined
 
         def work(c):
             p = c.compress(x, key=0)
             c.combine([p] * workers, key=0)
+    elif c.aggregation == "sum" and c.protocol is None:  # one summed tensor
+
+        def work(c):
+            c.from_summed(c.summable(x, key=0), x, workers)
+    else:  # a protocol's own rounds (PowerSGD's factors, gTop-k's tree): one encode, one decode
+
+        def work(c):
+            c.decompress(c.compress(x, key=0))
     seconds = 0.0
     if measure:
         before = torch.get_num_threads()
