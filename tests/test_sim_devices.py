@@ -85,3 +85,25 @@ def test_bad_inputs(kwargs, match):
 def test_bad_device():
     with pytest.raises(ValueError, match="flops must be"):
         Device("broken", 0)
+
+
+def test_work_seconds_is_launches_syncs_traffic_flops_and_host():
+    from commlab.compress.cost import Work
+
+    dev = sim.Device("g", 1e12, memory_bandwidth=1e12, efficiency=0.5, launch=1e-5, sync=1e-4, select_passes=10,
+                     host_bandwidth=1e9)
+    w = Work(passes=3, launches=4, select=100, syncs=2, flops=2e9, host=1)
+    d = 1000
+    expected = 4 * 1e-5 + 2 * 1e-4 + 4 * (3 * d + 100 * 10) / (0.5 * 1e12) + 2e9 / 1e12 + 4 * d / 1e9
+    assert dev.work_seconds(w, d) == pytest.approx(expected, rel=1e-12)
+    assert dev.work_seconds(Work(), d) == 0
+
+
+def test_named_devices_carry_their_data_sheets():
+    assert sim.DEVICES["v100"].memory_bandwidth == 900e9 and sim.DEVICES["h100"].memory_bandwidth == 3.35e12
+    assert sim.DEVICES["rtx2080ti"].memory_bandwidth == 616e9 and sim.DEVICES["h200"].memory_bandwidth == 4.8e12
+    assert sim.profile("resnet50", batch=8, device="v100").device is sim.DEVICES["v100"]
+    with pytest.raises(ValueError, match="memory_bandwidth=0"):
+        sim.Device("bad", 1e12, memory_bandwidth=0)
+    with pytest.raises(ValueError, match="launch=-1"):
+        sim.Device("bad", 1e12, launch=-1)

@@ -1,0 +1,148 @@
+"""The simulator's compression model against measurement, and what it predicts for GPU clusters.
+
+    python benchmarks/bench_sim_compress.py                 # all three tables
+    python benchmarks/bench_sim_compress.py --numel 1000000 --only topk qsgd
+    python benchmarks/bench_sim_compress.py --device cuda   # table 1 on the GPU (model: --model-device)
+
+1. **Device model against this machine.** For every registered compressor (default arguments, a
+   few variants), one encode and one decode of a flat fp32 tensor (``compress`` then
+   ``decompress``; ``summable`` then ``from_summed`` for compressors that aggregate by summing),
+   measured (best of ``--repeats`` after a warm-up, one torch thread, the thread's CPU time; on a
+   GPU between two synchronizations) beside what :meth:`commlab.sim.devices.Device.work_seconds`
+   predicts from the compressor's declared :class:`~commlab.compress.cost.Cost` on the named device
+   (``cpu``: this project's CPU, one thread).
+2. **Device model against the GPU we measured.** The GB/s of fp32 input that
+   ``bench_compress.py --device cuda`` recorded on an NVIDIA H200 (25M values, torch 2.11, this
+   project's stop note of that session) beside the model's on ``sim.DEVICES["h200"]``.
+3. **Predictions.** ResNet-50 and BERT-Base on 8 V100s (one per node) over TCP at 1, 10, 25 and
+   100 Gb/s, Horovod compressing tensor by tensor: samples/s of each compressor and its speedup
+   over no compression.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from commlab import compress, sim
+from commlab.measure.bench import table
+
+SPECS = ("fp16", "bf16", "qsgd", "terngrad", "signsgd", "signum", "scaled_sign", "ef_signsgd", "onebit",
+         "natural", "rotated", "diana", "laq", "topk", "topk(0.01)+ef", "randk", "threshold", "dgc", "gtopk",
+         "powersgd", "atomo")
+MATRIX = ("powersgd", "atomo")  # low rank: timed on a 1024 x 1024 matrix
+# bench_compress.py --device cuda on an H200, 25M fp32 values: GB/s of input for compress + decompress
+RECORDED_H200 = {"signsgd": 307, "scaled_sign": 278, "ef_signsgd": 135, "signum": 231, "onebit": 139,
+                 "terngrad": 154, "qsgd": 76, "diana": 49, "laq": 40, "natural": 106, "topk": 136, "gtopk": 137,
+                 "dgc": 102, "randk": 166, "fp16": 562, "bf16": 562, "threshold": 135}
+PREDICT = ("fp16", "qsgd", "terngrad", "signsgd", "topk(0.01)", "topk(0.01)+ef", "randk(0.01)", "dgc",
+           "powersgd(rank=4)")
+
+
+def encode_decode(c, x):
+    """One encode and one decode of x by compressor c, as its aggregation runs them."""
+    if c.aggregation == "sum" and c.protocol is None:
+        c.from_summed(c.summable(x, key=0), x, 1)
+    else:
+        c.decompress(c.compress(x, key=0))
+
+
+def measured(spec, x, repeats: int) -> float:
+    """Best seconds of :func:`encode_decode` on a fresh compressor each time."""
+    cuda = x.device.type == "cuda"
+    clock = time.perf_counter if cuda else time.thread_time
+    best = float("inf")
+    for i in range(repeats + 1):
+        c = compress.get(spec)
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = clock()
+        encode_decode(c, x)
+        if cuda:
+            torch.cuda.synchronize()
+        if i:
+            best = min(best, clock() - t0)
+    return best
+
+
+def modelled(spec, shape, device) -> float:
+    """Seconds the device model gives for one encode and one decode."""
+    c = compress.get(spec)
+    cost = c.cost(shape)
+    d = 1
+    for s in shape:
+        d *= s
+    return device.work_seconds(cost.encode, d) + device.work_seconds(cost.decode, d)
+
+
+def model_vs_measured(specs, numel, repeats, device, model_device):
+    rows = []
+    for spec in specs:
+        shape = (1024, 1024) if spec.split("(")[0] in MATRIX else (numel,)
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(0)).to(device)
+        m, p = measured(spec, x, repeats), modelled(spec, shape, model_device)
+        rows.append([spec, "x".join(map(str, shape)), f"{m * 1e3:.3g}", f"{p * 1e3:.3g}", f"{p / m:.2f}"])
+    table(f"1. encode + decode on {device} (measured) against the model on sim.DEVICES[{model_device.name!r}]",
+          ["compressor", "shape", "measured ms", "model ms", "model / measured"], rows)
+    summary([float(r[-1]) for r in rows])
+    return rows
+
+
+def summary(ratios):
+    """The median and range of model / measured."""
+    ratios = sorted(ratios)
+    print(f"model / measured: median {ratios[len(ratios) // 2]:.2f}, range {ratios[0]:.2f} to {ratios[-1]:.2f}, "
+          f"within 2x in {sum(0.5 <= r <= 2 for r in ratios)} of {len(ratios)}")
+
+
+def model_vs_h200(specs):
+    dev, n = sim.DEVICES["h200"], 25_000_000
+    rows = []
+    for spec in specs:
+        if spec not in RECORDED_H200:
+            continue
+        model = 4 * n / modelled(spec, (n,), dev) / 1e9
+        rows.append([spec, RECORDED_H200[spec], f"{model:.0f}", f"{model / RECORDED_H200[spec]:.2f}"])
+    table("2. GB/s of fp32 input, compress + decompress of 25M values on an H200: recorded against the model",
+          ["compressor", "measured GB/s", "model GB/s", "model / measured"], rows)
+    if rows:
+        summary([float(r[-1]) for r in rows])
+    return rows
+
+
+def predictions(models=("resnet50", "bert-base"), links=("tcp-1GbE", "tcp-10GbE", "tcp-25GbE", "tcp-100GbE")):
+    for name in models:
+        prof = sim.profile(name, batch=64 if name == "resnet50" else 32, device="v100")
+        rows = []
+        for spec in (None, *PREDICT):
+            row = [spec or "none"]
+            for link in links:
+                c = sim.Cluster(8, 1, inter=link)
+                base = sim.iteration(prof, c, framework="horovod")
+                it = sim.iteration(prof, c, compress=spec, framework="horovod")
+                row.append(f"{it.throughput:.0f} ({base.time / it.time:.2f}x)")
+            rows.append(row)
+        table(f"3. {name}, batch {prof.batch}, 8 V100s (one per node), Horovod: samples/s (speedup over none)",
+              ["compressor", *links], rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--numel", type=int, default=4_000_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--model-device", default=None, help="the sim.DEVICES entry to predict with (default: "
+                                                          "cpu, or h100 with --device cuda)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    specs = tuple(args.only) if args.only else SPECS
+    model_device = sim.get_device(args.model_device or ("cpu" if args.device == "cpu" else "h100"))
+    model_vs_measured(specs, args.numel, args.repeats, torch.device(args.device), model_device)
+    model_vs_h200(specs)
+    predictions()
+
+
+if __name__ == "__main__":
+    main()
