@@ -29,14 +29,18 @@ note gives the measured numbers beside the one used.
 
 The table (one row per problem and option) ships as ``penalties.csv`` beside this module;
 ``python -m commlab.advisor`` measures it again on two processes, one per core, and rewrites it
-(540 runs of a few seconds each; timed at 515 and 600 s on a 2-core machine that other jobs kept at
-a load average between 3 and 18). The runs are deterministic on one machine: measured again, the
-table was the same byte for byte, and a test measures a row again and finds it equal. Across float kernels the rounds move by a few at some learning rates: measured again
-under ``ATEN_CPU_CAPABILITY=default`` (773 s) instead of AVX-512 (the shipped table), 16 of the 20
-rows are equal; QSGD on the transformer tunes to 0.1 instead of 0.05 (0.97 instead of 1.00),
-sign-SGD with error feedback on the transformer pays 1.27 instead of 1.29, and two rows differ only
-at a learning rate that is not their best. The penalties the advisor ranks by differ only in
-sign-SGD's (1.27 against 1.29). Asynchronous rules (SSP, ASP) are not in it: their steps are single
+(180 runs of a few seconds each; timed at 402 s, 109 s for the MLP and 293 s for the transformer,
+on a 2-core machine that other jobs kept at a load average between 10 and 18). The runs are
+deterministic on one machine: measured again, the table was the same byte for byte, and a test
+measures a row again and finds it equal. The compressed options run as the Trainer sends them by
+default, the fused gradient compressed as one tensor (``compress_per="bucket"``); measured when the
+Trainer still compressed each tensor alone, QSGD paid 1.00 on both problems (now 0.97 on the MLP
+and 0.95 on the transformer) and TernGrad 0.97 and 1.05 (now 1.17 and 1.44: one scaler for the
+whole gradient, where TernGrad's paper keeps one per layer), and every other row was the same. Across float kernels the rounds move by a
+few at some learning rates: measured again under ``ATEN_CPU_CAPABILITY=default`` (741 s) instead of
+AVX-512 (the shipped table), 18 of the 20 rows are equal; on the transformer TernGrad pays 1.32
+instead of 1.44 and sign-SGD with error feedback 1.27 instead of 1.29, and the penalties the advisor
+ranks by differ in those two. Asynchronous rules (SSP, ASP) are not in it: their steps are single
 updates, not rounds, and the simulator has no stragglers, where they pay off (chapter 04).
 """
 from __future__ import annotations
@@ -107,11 +111,12 @@ def _run(job):
     return measure_one(*job)
 
 
-def _grid(jobs, processes: int) -> list[float]:
-    """Every job's rounds, on ``processes`` processes each held to its own core (a threads run of
-    these small models keeps its ranks on the core it starts from: commlab.runtime.threads)."""
+def _grid(jobs, processes: int, run=_run) -> list:
+    """Every job's result by ``run`` (an importable function; by default its rounds), on ``processes``
+    processes each held to its own core (a threads run of these small models keeps its ranks on the
+    core it starts from: commlab.runtime.threads)."""
     if processes <= 1:
-        return [_run(j) for j in jobs]
+        return [run(j) for j in jobs]
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -119,7 +124,7 @@ def _grid(jobs, processes: int) -> list[float]:
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     counter = ctx.Value("i", 0)
     with ProcessPoolExecutor(processes, mp_context=ctx, initializer=_pin, initargs=(counter, cores)) as pool:
-        return list(pool.map(_run, jobs))
+        return list(pool.map(run, jobs))
 
 
 def _pin(counter, cores) -> None:
