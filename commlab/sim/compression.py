@@ -122,10 +122,12 @@ def by_tensor(profile, compressor, device, cluster, fw) -> Compression:
     """Each tensor a unit: arithmetic per tensor, each collective's share of a message's raw bytes."""
     p = cluster.gpus
     encode, decode = [0.0] * profile.layers, [0.0] * profile.layers
-    totals = defaultdict(int)
+    totals, units = defaultdict(int), {}
     for layer in range(profile.layers):
         for shape in profile.tensor_shapes(layer):
-            u = Unit.of(compressor, shape, device, p)
+            if shape not in units:  # models repeat shapes: each is declared once
+                units[shape] = Unit.of(compressor, shape, device, p)
+            u = units[shape]
             encode[layer] += u.encode
             decode[layer] += u.decode
             for key, nbytes in u.wire:
