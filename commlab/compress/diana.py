@@ -20,8 +20,8 @@ As a Compressor: ``compress(g, key)`` sends Q(g - h_i) and moves h_i (worker sta
 (server state; in an all-gather every rank holds the same h). ``__call__`` (compress then
 decompress) returns the worker's own estimate h_i + Delta_i (before the shift moves).
 Wire: QSGD's payload of the difference. Aggregation "gather". Cost on a GPU (``cost``): QSGD's
-encode and decode (the worker moves its shift by what it sent) plus g - h, h + Delta, h += alpha
-Delta: 9 passes and 3 launches more; ``combine_work`` adds the server's shift (6 passes, 2 launches).
+encode and decode (the worker moves its shift by what it sent) plus the check, g - h, h + Delta,
+h += alpha Delta: 10 passes, 8 launches and 1 sync more; ``combine_work`` adds the server's shift (6 passes, 2 launches).
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ over Comm in :mod:`commlab.arch.gtopk_allreduce`: one uint8 message (the payload
 tree edge and direction; this module is the compressor's pure part (selection, merge, residual).
 
 Declared: ``wire`` is one ("tree", payload bytes); ``cost`` is a rank's part of :meth:`GTopK.aggregate`
-on a GPU, its encode top-k's selection on the residual-corrected acc (8 + 10 k/d passes, 11
+on a GPU, its encode top-k's selection on the residual-corrected acc (9 + 10 k/d passes, 11
 launches) and the residual's update (two boolean selections: 2 syncs), its decode the scatter of
 the global top-k; ``combine_work(n)``: the ceil(log2 n) merges a rank of the tree does at most.
 """

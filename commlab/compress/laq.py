@@ -30,8 +30,8 @@ Wire: sending: a 1-byte flag (1), R as fp32, the levels packed with ceil(log2(s 
 Deterministic and biased (unbiased = False); aggregation "gather". Declared for a round that
 sends (``payload_bytes(shape, sends=False)`` is the flag alone); its cost on a GPU (``cost``,
 a worker with a Qhat): the innovation, its radius (a sync), the levels, their decoding into
-Qhat, and the four squared norms of the skip rule and the errors (syncs each): about 50 passes,
-45 launches, 6 syncs; decode: the flag (a sync), unpacking, scaling, 12 passes, 20 launches.
+Qhat, and the squared norms of the skip rule and the errors (a sync each): about 67 passes, 62
+launches, 6 syncs; decode: the flag (a sync), unpacking, scaling, 14.5 passes, 20 launches.
 """
 from __future__ import annotations
 

@@ -123,7 +123,8 @@ class LowRank(Compressor):
         plan = self.plan(shape)
         if plan is None:
             return header_bytes(len(shape), ["raw"]) + math.prod(shape) * dtype.itemsize
-        return header_bytes(len(shape), self.factors) + (plan[2] if r is None else r) * (plan[0] + plan[1]) * dtype.itemsize
+        r = plan[2] if r is None else r
+        return header_bytes(len(shape), self.factors) + r * (plan[0] + plan[1]) * dtype.itemsize
 
     def matrix_work(self, shape) -> Work:
         """:meth:`matrix` of an fp32 tensor: the check, and a copy (zero-padded for a 1-D view)."""

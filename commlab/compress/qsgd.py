@@ -29,7 +29,7 @@ payload depends on the levels drawn, given as ``level_counts`` (how many coordin
 level 0..s) or, by default, expected for Gaussian coordinates (:func:`rounded_levels`). On a GPU,
 packed (s = 16, 6-bit codes): the bucket norms and their check, the scaled |x|, the draw, floor
 and clamp, codes, packing: 24 passes, 34 launches, 1 sync; decode: unpacking and a lookup in a
-table of 2^k values, 12 passes, 25 launches. Elias runs on the host by design: the levels go to
+table of 2^k values, 13 passes, 25 launches. Elias runs on the host by design: the levels go to
 numpy and back (syncs), and its coding costs about as much as 150 passes over the host's memory
 to encode, 250 to decode (``host``, measured against a numpy copy).
 

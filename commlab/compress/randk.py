@@ -20,8 +20,8 @@ Wire: no indices, only the draw's 64-bit seed and the k values; the receiver dra
 values travel (``summable``).
 
 On a GPU (``cost``; summable and from_summed, f = k / d): the check, the draw of S (random
-positions, unique (a sync), a permutation, a sort: about 16 f passes, 5 launches), the k values
-gathered and copied out: 1 + 22 f passes, 12 launches, 2 syncs; decode: zeros, the values scaled
+positions, unique (a sync), a permutation, a sort: about 20 f passes, 5 launches), the k values
+gathered and copied out: 1 + 27 f passes, 12 launches, 2 syncs; decode: zeros, the values scaled
 and put at S: 1 + 6 f passes, 3 launches (``decompress`` reads the seed first: one sync more).
 
 Drawing S: for k > d/8, the first k entries of a random permutation; else k positions drawn

@@ -27,9 +27,9 @@ multiply-and-sum of the signs into bytes on a GPU (:func:`~commlab.compress.bitp
 nothing leaves the device), plus the NaN/Inf check (a sum of x; for
 scaled_sign the mean |x| doubles as the check); decompress writes the output in one pass,
 looking up 8 values (+-1 or +-scale) per byte. On a GPU (``cost``, in passes over fp32 x):
-signsgd encodes in 3.5 passes, 9 launches, 1 sync and decodes in 2 passes, 5 launches; signum
-adds its momentum (5 passes, 2 launches); scaled_sign's mean |x| replaces the check (3 passes);
-onebit's per-bucket means cost 5.5 passes and a dozen small launches more.
+signsgd encodes in 3.5 passes, 9 launches, 1 sync and decodes in 2 passes, 6 launches; signum
+adds its momentum (5 passes, 2 launches); scaled_sign's mean |x| (3 passes) replaces the check
+(1); onebit's per-bucket means cost 4.5 passes and 13 small launches more.
 """
 from __future__ import annotations
 

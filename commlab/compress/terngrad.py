@@ -25,7 +25,7 @@ coordinate (the bulk of the time), the trits as uint8 ``keep << (x < 0)``, five 
 per byte to pack; decompress looks up 5 values per byte in a 256 x 5 table. Declared (``wire``):
 an all-reduce of the 4-byte scaler, then an all-gather of the payloads; ``cost``, on a GPU, is
 :meth:`TernGrad.aggregate`'s encode, the scaler (check, max |x|: a sync) then ``compress`` with
-it (check and max |x| again, the draw, the trits): 16 passes, 25 launches, 4 syncs; decode 1.5
+it (check and max |x| again, the draw, the trits): 17 passes, 31 launches, 5 syncs; decode 1.5
 passes, 6 launches.
 """
 from __future__ import annotations
