@@ -9,7 +9,7 @@ import pytest
 
 import commlab.advisor  # noqa: F401
 from commlab import sim
-from commlab.advisor import advise, penalties
+from commlab.advisor import advise, horizon, penalties
 
 A = sys.modules["commlab.advisor.advise"]
 
@@ -24,7 +24,7 @@ def test_rows_are_sorted_and_their_arithmetic_holds(ranked):
     assert t["time_s"].is_monotonic_increasing and list(t.index) == list(range(1, len(t) + 1))
     assert (abs(t["time_s"] - t["iteration_s"] * 1000 * t["penalty"]) < 1e-9 * t["time_s"]).all()
     assert (t["hidden_s"] <= t["comm_s"] + 1e-12).all() and t["reasoning"].str.contains("penalty").all()
-    used = penalties.for_ranking()
+    used = horizon.for_ranking()
     for spec in set(t["compress"].dropna()):
         assert (t[t["compress"] == spec]["penalty"] == used.loc[spec, "penalty"]).all()
     assert (t[t["sync"] != "bsp"]["penalty"] >= 1).all() and (t[t["compress"].notna()]["penalty"] >= 1).all()
@@ -71,7 +71,7 @@ def test_large_models_get_layouts_that_fit():
 def test_left_out_says_why(ranked):
     left = ranked["100GbIB"].attrs["left_out"]
     assert "ssp, asp" in left
-    used = penalties.for_ranking()
+    used = horizon.for_ranking()
     for option in used[~used["reached"]].index:
         assert left[option].startswith("missed the target")
 
@@ -86,3 +86,19 @@ def test_refusals():
         advise("vgg", c)
     with pytest.raises(ValueError, match="cluster must be a commlab.sim.Cluster"):
         advise("resnet50", "8 GPUs")
+
+
+def test_compressed_rows_are_the_simulators_iteration_with_both_factors(ranked):
+    """A compressor over the all-reduce is sim.iteration(..., compress=spec) on the profile's device:
+    its iteration seconds (with its encode and decode) and its rounds (target x the penalty of the
+    horizon it names) multiply to its time."""
+    t = ranked["100GbIB"]
+    rows = t[t["compress"].notna() & t["arch"].str.startswith("ring")]
+    assert len(rows) > 0
+    for _, row in rows.iterrows():
+        sched = row["schedule"] or "none"
+        it = sim.iteration("resnet50", sim.Cluster(8, 4, inter="100GbIB"), compress=row["compress"], schedule=sched)
+        assert row["iteration_s"] == pytest.approx(it.time, rel=1e-12)
+        assert row["arithmetic_s"] == pytest.approx(it.compression.arithmetic_s) and row["arithmetic_s"] > 0
+        assert row["horizon"].startswith(("short:", "long:"))
+    assert "topk(0.01)+ef" in set(rows["compress"])  # kept: it reaches the long horizon's top target

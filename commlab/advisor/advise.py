@@ -24,19 +24,23 @@ simulated what-if); every other row's says ``as printed``.
 
 * **Iteration seconds** come from :func:`commlab.sim.iteration` on the cluster: compute, the
   messages of the architecture and schedule, and how much of the communication backward hides.
-  Compression scales every layer's bytes by the compressor's measured wire ratio r (a 1M-value
-  gradient compressed by the library): by r where the payloads are summed inside the all-reduce
-  (fp16), by p r / 2 where they are all-gathered (the all-gather of p payloads of r n bytes
-  against the ring all-reduce's 2 (p-1)/p n), and by (1 + r)/2 on a parameter server (compressed
-  pushes, full pulls); without a schedule the Trainer compresses the fused buffer after backward
-  (its ``compress_per="bucket"``, the default), so such a row pays one message as the uncompressed
-  one does, and with WFBP each layer's bucket overlaps backward; the encoding time is not counted. Local SGD with period H (read from the spec by the synchronizer's
+  A compressor over the all-reduce is simulated as the Trainer sends it
+  (:mod:`commlab.sim.compression`, ``compress_per="bucket"``): without a schedule the fused
+  buffer in one message after backward, with WFBP each layer's bucket; each bucket's declared
+  collectives (an all-reduce of summable payloads, an all-gather of the others) and its encode and
+  decode on the profile's device (the RTX 2080 Ti of the survey's profiles), printed as
+  ``arithmetic_s``. Over a parameter server, which the simulator does not compress, every layer's
+  bytes are scaled by the compressor's measured wire ratio r (a 1M-value gradient compressed by the
+  library): by (1 + r)/2 (compressed pushes, full pulls), the encoding not counted. Local SGD with period H (read from the spec by the synchronizer's
   registry) pays the all-reduce once every H rounds; D-PSGD sends the model to both neighbours of a
   ring every round, after backward.
-* **Penalties** are :func:`commlab.advisor.penalties.for_ranking` of the measured table: the worse
-  of two problems, each option at its own tuned learning rate, never below 1 (1 for lossless
-  options); the row's reasoning gives the measured values. An option that missed the target on
-  either problem is left out, with the reason.
+* **Penalties** are :func:`commlab.advisor.horizon.for_ranking` of the measured tables: the worse
+  of two short problems, each option at its own tuned learning rate, never below 1 (1 for lossless
+  options); an option that missed a short problem's target but reaches the top of the long
+  horizon's ladder (:mod:`.horizon`) is ranked by its penalty there. The row's ``horizon`` says
+  which, its reasoning gives the measured values; an option that misses on every horizon is left
+  out, with the reason. The time to the target is the product of the two factors printed,
+  ``iteration_s`` and ``rounds``.
 * Models of :mod:`commlab.parallel.configs` (GPT-3 and the like) do not fit one GPU: their rows
   are the layouts of :func:`commlab.parallel.planner.candidates` that fit in memory (all lossless);
   a model that fits no layout is refused with the memory it would need.
@@ -62,8 +66,9 @@ from ..parallel import planner
 from ..parallel.configs import MODELS as LARGE
 from ..schedule.profile import Profile
 from ..sim import Cluster, iteration
-from ..sim.devices import BUILTINS, builtin
-from .penalties import CAP, for_ranking
+from ..sim.devices import BUILTINS, builtin, get_device
+from .horizon import for_ranking
+from .penalties import CAP
 from .runnable import SPECS, refusal
 
 SCHEDULES = ("none", "wfbp", "mg_wfbp", "bytescheduler")
@@ -114,21 +119,24 @@ def _scaled(profile: Profile, factor: float) -> Profile:
                                                          for b in profile.grad_bytes), shapes=())
 
 
-def _row(config, compute, comm, iteration_s, penalty, target, how="", measured=""):
+def _row(config, compute, comm, iteration_s, penalty, target, how="", measured="", horizon="", arithmetic=0.0):
     """One ranked configuration: its times, its penalty, and the reasoning in words (``how``: how
-    its communication was timed; ``measured``: the penalties the one used comes from)."""
-    exposed = max(0.0, iteration_s - compute)
+    its communication was timed; ``measured``: the penalties the one used comes from; ``horizon``:
+    which problems measured it; ``arithmetic``: seconds of compression arithmetic per iteration)."""
+    exposed = max(0.0, iteration_s - compute - arithmetic)
     hidden = max(0.0, comm - exposed)
-    return dict(**config, compute_s=compute, comm_s=comm, hidden_s=hidden, iteration_s=iteration_s, penalty=penalty,
-                rounds=target * penalty, time_s=iteration_s * target * penalty,
+    return dict(**config, compute_s=compute, arithmetic_s=arithmetic, comm_s=comm, hidden_s=hidden,
+                iteration_s=iteration_s, penalty=penalty, horizon=horizon, rounds=target * penalty,
+                time_s=iteration_s * target * penalty,
                 reasoning=f"compute {compute * 1e3:.3g} ms + exposed communication {exposed * 1e3:.3g} ms "
                           f"({hidden * 1e3:.3g} of {comm * 1e3:.3g} ms hidden){how}; penalty {penalty:.2f}"
                           + (f" ({measured})" if measured else ""))
 
 
-def _simulated(config, it, penalty, target, how="", measured=""):
+def _simulated(config, it, penalty, target, how="", measured="", horizon=""):
+    arithmetic = 0.0 if it.compression is None else it.compression.arithmetic_s
     return _row(config, it.single, sum(m.end - m.start for m in it.messages), it.time, penalty, target, how,
-                measured)
+                measured, horizon, arithmetic)
 
 
 def _candidates(cluster: Cluster):
@@ -167,7 +175,15 @@ def _data_parallel(profile, cluster, target, left_out):
             continue
         penalty = 1.0 if option == "bsp" else float(pen.loc[option, "penalty"])
         measured = "" if option == "bsp" else pen.loc[option, "note"]
-        if spec != "none":
+        horizon = "" if option == "bsp" else pen.loc[option, "horizon"]
+        if spec != "none" and arch == "allreduce":  # the simulator's compression, as the Trainer sends it
+            it = iteration(profile, cluster, arch=arch, schedule=sched, compress=spec,
+                           device=profile.device or "rtx2080ti")
+            c = it.compression
+            how = (f"; {spec} by bucket: {c.wire_bytes / 1e6:.3g} MB per worker on the wire, encode and decode "
+                   f"{c.arithmetic_s * 1e3:.3g} ms on the {(profile.device or get_device('rtx2080ti')).name}")
+            rows.append(_simulated(config, it, penalty, target, how, measured, horizon))
+        elif spec != "none":
             r, agg = wire_ratio(spec)
             factor = (1 + r) / 2 if arch == "ps" else (r if agg == "sum" else p * r / 2)
             scaled = _scaled(profile, factor)
@@ -176,18 +192,18 @@ def _data_parallel(profile, cluster, target, left_out):
                 how += ", one fused message after backward"
             rows.append(_simulated(config, iteration(scaled, cluster, arch=arch,
                                                      schedule=None if sched == "none" else sched), penalty,
-                                   target, how, measured))
+                                   target, how, measured, horizon))
         elif sync in LOCAL:
             period = sync_pkg.get(sync).period  # the registry reads the spec (commlab.spec.parse)
             base = iteration(profile, cluster, arch=arch)
             comm = (base.time - base.single) / period
             rows.append(_row(config, compute, comm, compute + comm, penalty, target,
-                             f"; one all-reduce every {period} rounds", measured))
+                             f"; one all-reduce every {period} rounds", measured, horizon))
         elif arch == "gossip":
             link = cluster.inter if cluster.nodes > 1 else cluster.intra
             gossip = 2 * link.time(sum(profile.grad_bytes))
             rows.append(_row(config, compute, gossip, compute + gossip, penalty, target,
-                             "; the model to both ring neighbours after backward", measured))
+                             "; the model to both ring neighbours after backward", measured, horizon))
         else:
             rows.append(_simulated(config, iteration(profile, cluster, arch=arch,
                                                      schedule=None if sched == "none" else sched), 1.0, target))
@@ -209,7 +225,8 @@ def _large(model, cluster, target, batch, memory_gb):
                          schedule=None, workers=cluster.gpus, parallel=layout,
                          runs=f"what-if: {model} is too large to train here (the Trainer runs 3D layouts of "
                               "model='transformer' only)",
-                         compute_s=math.nan, comm_s=math.nan, hidden_s=math.nan, iteration_s=l.step_s, penalty=1.0,
+                         compute_s=math.nan, arithmetic_s=0.0, comm_s=math.nan, hidden_s=math.nan,
+                         iteration_s=l.step_s, penalty=1.0, horizon="",
                          rounds=target, time_s=l.step_s * target,
                          reasoning=f"{l.memory_gb:.1f} GB per GPU; {l.tflops_per_gpu:.0f} TFLOP/s per GPU "
                                    f"({l.peak_pct:.0f}% of peak); lossless"))

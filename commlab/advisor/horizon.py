@@ -18,9 +18,9 @@ Each option trains at every learning rate of :data:`LRS` from every seed of :dat
 target, its rounds are the mean over seeds at its best learning rate (a rate where a seed misses
 the target does not count), and ``penalty = rounds / BSP's rounds`` at BSP's best rate for that
 target. The table ships as ``horizon.csv`` (``python -m commlab.advisor.horizon`` measures it
-again: 20 runs of 600 rounds); :func:`longest` gives, per option, the
-penalty at the highest target every seed of its best rate reached, which the advisor uses for an
-option that the short problems rule out.
+again: 20 runs of 600 rounds); :func:`for_ranking` adds, per option, the
+horizon its penalty comes from, and keeps an option that the short problems rule out when it
+reaches the ladder's highest target, ranked by its penalty there (:func:`top`).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import os
 
 import pandas as pd
 
+from . import penalties
 from .penalties import _best, _grid
 
 PROBLEM = dict(model="cnn", data="digits", data_kw=dict(image=True), workers=8, batch_size=32, momentum=0.9,
@@ -96,21 +97,37 @@ def load(path: str = PATH) -> pd.DataFrame:
     return pd.read_csv(path, index_col=["option", "target"])
 
 
-def longest(table: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per option: the highest target it reached, its rounds there and its penalty (NaN if it
-    reached none)."""
+def top(table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per option, at the ladder's highest target: whether it reached it, its rounds and its penalty."""
     table = load() if table is None else table
-    rows = {}
-    for option, t in table.groupby(level="option", sort=False):
-        t = t.droplevel("option")
-        hit = t[t["reached"].astype(bool)]
-        if hit.empty:
-            rows[option] = dict(target=math.nan, rounds=math.nan, penalty=math.nan)
+    last = table.xs(max(TARGETS), level="target")
+    return last[["reached", "rounds", "bsp_rounds", "penalty"]].astype({"reached": bool})
+
+
+def short_horizon() -> str:
+    """Where the short problems' penalties come from, in words."""
+    t = penalties.load().xs("bsp", level="option")
+    return "short: " + ", ".join(f"{p} to {penalties.PROBLEMS[p]['target']:g} (BSP {r:.0f} rounds)"
+                                 for p, r in t["rounds"].items())
+
+
+def for_ranking(short: pd.DataFrame | None = None, long: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`commlab.advisor.penalties.for_ranking` with the horizon each penalty comes from: an
+    option that a short problem rules out but that reaches the long ladder's highest target is kept,
+    ranked by its long-horizon penalty (at least 1), and says so."""
+    table = penalties.for_ranking(short).copy()
+    table["horizon"] = short_horizon()
+    last = top(long)
+    for option in table.index:
+        if table.loc[option, "reached"] or option not in last.index or not last.loc[option, "reached"]:
             continue
-        target = float(hit.index.max())
-        rows[option] = dict(target=target, rounds=float(hit.loc[target, "rounds"]),
-                            penalty=float(hit.loc[target, "penalty"]))
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("option")
+        row = last.loc[option]
+        table.loc[option, "penalty"] = max(1.0, float(row["penalty"]))
+        table.loc[option, "reached"] = True
+        table.loc[option, "horizon"] = f"long: digits-cnn to {max(TARGETS):g} ({row['rounds']:.0f} rounds, BSP {row['bsp_rounds']:.0f})"
+        table.loc[option, "note"] += (f"; on the long horizon it reaches {max(TARGETS):g} at "
+                                      f"{row['penalty']:.2f} x BSP's rounds")
+    return table
 
 
 def write(path: str = PATH, processes: int = 2) -> pd.DataFrame:
