@@ -53,3 +53,14 @@ def test_mlp_profile_matches_the_trainers_compute():
     assert sum(prof.forward_s) + sum(prof.backward_s) == pytest.approx(
         trainer.flops_per_sample * ch12.TRAINER["batch_size"] / 1e12, rel=0.05)
     assert sum(prof.grad_bytes) == 4 * trainer.num_params
+
+
+def test_horizon_table_and_figure():
+    from commlab.advisor import horizon
+
+    t = ch12.horizon_table()
+    assert list(t.columns[:4]) == [f"digits-cnn to {x:g}" for x in horizon.TARGETS]
+    assert (t.loc["bsp"] == 1).all()
+    assert t.loc["topk(0.01)+ef"].iloc[:4].notna().all() and t.loc["topk(0.01)"].iloc[3] != t.loc["topk(0.01)"].iloc[3]
+    ax = ch12.horizon_figure()
+    assert len(ax.lines) == len(horizon.OPTIONS) - 1 + 1  # one per option, and the line at 1

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter
 import pandas as pd
 
-from ..advisor import advise, penalties, trainer_archs
+from ..advisor import advise, horizon, penalties, trainer_archs
 from ..data import load
 from ..models import build_model
 from ..sim import Cluster, Device, profile
@@ -48,7 +48,7 @@ RATES = {
 def rates_table() -> pd.DataFrame:
     """The rates beside the penalties of the shipped table: per problem, the penalty at the option's
     own tuned learning rate (with that rate), and the penalty the advisor ranks by."""
-    measured, used = penalties.load(), penalties.for_ranking()
+    measured, used = penalties.load(), horizon.for_ranking()
     rows = {}
     for o, r in RATES.items():
         row = {"rate": r[0], "assumptions": r[1], "source": r[2], "predicts": r[3]}
@@ -67,6 +67,39 @@ def penalty_range(table: pd.DataFrame | None = None) -> tuple[float, float]:
     t = penalties.load() if table is None else table
     t = t[t["reached"] & (t.index.get_level_values("option") != "bsp")]
     return float(t["penalty"].min()), float(t["penalty"].max())
+
+
+def horizon_table() -> pd.DataFrame:
+    """Penalties against the horizon: per option of the long problem (:mod:`commlab.advisor.horizon`),
+    its penalty at each target of the ladder (NaN: missed), then its penalty on the two short problems."""
+    long, short = horizon.load(), penalties.load()
+    t = long["penalty"].unstack("target")
+    t.columns = [f"digits-cnn to {c:g}" for c in t.columns]
+    for problem in penalties.PROBLEMS:
+        t[problem] = short.xs(problem, level="problem")["penalty"].reindex(t.index)
+    return t.rename_axis("option")
+
+
+def horizon_figure(ax=None):
+    """Penalty against BSP's rounds to each target of the long problem (the horizon), one line per
+    option; an option's line stops where it misses the target."""
+    long = horizon.load()
+    ax = ax or plt.subplots(figsize=(6.8, 3.6))[1]
+    bsp = long.xs("bsp", level="option")["bsp_rounds"]
+    for option in horizon.OPTIONS:
+        if option == "bsp":
+            continue
+        pen = long.xs(option, level="option")["penalty"]
+        ax.plot(bsp.values, pen.values, marker="o", label=option)
+    for x, target in zip(bsp.values, bsp.index):
+        ax.annotate(f"{target:g}", (x, 1.0), textcoords="offset points", xytext=(0, -12), ha="center", fontsize=9)
+    ax.axhline(1.0, color="black", lw=1)
+    ax.set_xlabel("BSP's rounds to the target (target accuracy below the line)")
+    ax.set_ylabel("rounds / BSP's rounds")
+    ax.set_ylim(0.8, None)
+    ax.set_title("digits CNN, 8 workers: the penalty as the horizon grows", fontsize=10)
+    ax.legend(fontsize=9, loc="lower center", bbox_to_anchor=(0.5, 0.1))
+    return ax
 
 
 # ----------------------------------------------------------------------------- the taxonomy
