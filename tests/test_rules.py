@@ -58,7 +58,7 @@ def test_a_toy_compressor_with_a_protocol_of_its_own_runs_only_where_payloads_me
 def test_compressor_declarations_agree_with_the_code(name):
     c = compress.get(name)
     assert c.keeps_round_state == (type(c.base).combine is not Compressor.combine)
-    assert c.applies_momentum == (name == "dgc") and c.whole_tensors == (name == "powersgd")
+    assert c.applies_momentum == (name == "dgc") and c.whole_tensors == (name in ("powersgd", "atomo"))
     assert c.base is (c if c.inner is None else c.inner.base) and c.remembers_error == (c.inner is not None)
     if c.inner is None and c.no_error_feedback is None:
         wrapped = compress.get(f"{name}+ef")

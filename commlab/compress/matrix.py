@@ -74,6 +74,8 @@ class LowRank(Compressor):
     factors = ("l", "r")
     transpose = False
     max_rows = None
+    # each weight is one matrix: a fused buffer of a small model has no matrix view and would go raw
+    whole_tensors = True
 
     def __init__(self, rank: int, min_vector: int = MIN_VECTOR, seed: int = 0):
         super().__init__(seed)
