@@ -121,6 +121,14 @@ def test_the_toy_compressor_the_identity_changes_nothing(digits):
         assert _fit(digits, arch=arch, compress=toy_compressor.NAME) == _fit(digits, arch=arch)
 
 
+def test_the_toy_compressor_in_the_simulator_sends_what_it_declares():
+    """The identity's payload is the gradient: the simulator's all-reduce carries every byte of it."""
+    c = sim.Cluster(4, 1, inter=INTER)
+    it = sim.iteration("resnet50", c, compress=toy_compressor.NAME, schedule="none")
+    assert it.compression.wire_bytes == it.profile.total_bytes and it.compression.arithmetic_s > 0
+    assert it.time > sim.iteration("resnet50", c, schedule="none").time
+
+
 def test_the_toy_synchronizer_is_bsp(digits):
     for arch in ("native", ALLREDUCE):
         assert _fit(digits, arch=arch, sync=toy_sync.NAME) == _fit(digits, arch=arch)

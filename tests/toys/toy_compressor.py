@@ -1,5 +1,10 @@
-"""A toy compressor: the identity, summed in the all-reduce like a cast (4 bytes a value)."""
+"""A toy compressor: the identity, summed in the all-reduce like a cast (4 bytes a value), with
+the declarations a simulator reads: its payload's and its summed tensor's bytes, and its GPU work."""
+import math
+
 from commlab.compress import COMPRESSORS, Compressor, Payload
+from commlab.compress.base import header_bytes
+from commlab.compress.cost import CHECK, Cost, Work
 
 NAME = "identity"
 
@@ -21,6 +26,16 @@ class Identity(Compressor):
 
     def from_summed(self, s, like, count):
         return (s / count).reshape(like.shape).to(like.dtype)
+
+    def payload_bytes(self, shape, dtype=None):
+        return header_bytes(len(shape), ["values"]) + 4 * math.prod(shape)
+
+    def summed_bytes(self, shape, dtype=None):
+        return 4 * math.prod(shape)
+
+    def cost(self, shape):
+        # encode: the NaN check and a copy (2 passes); decode: the division (2 passes)
+        return Cost(CHECK + Work(passes=2, launches=1), Work(passes=2, launches=1))
 
 
 def register():
