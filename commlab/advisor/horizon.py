@@ -131,12 +131,8 @@ def for_ranking(short: pd.DataFrame | None = None, long: pd.DataFrame | None = N
 
 
 def write(path: str = PATH, processes: int = 2) -> pd.DataFrame:
-    """Measure the table again and write it (aside, then renamed: never half-written)."""
-    table = measure(processes=processes)
-    tmp = path + ".partial"
-    table.to_csv(tmp)
-    os.replace(tmp, path)
-    return table
+    """Measure the table again and write it (:func:`commlab.advisor.penalties.save`)."""
+    return penalties.save(measure(processes=processes), path)
 
 
 if __name__ == "__main__":  # python -m commlab.advisor.horizon [PATH]

@@ -195,10 +195,14 @@ def for_ranking(table: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("option")
 
 
-def write(path: str = PATH, processes: int = 2) -> pd.DataFrame:
-    """Measure the table again and write it (aside, then renamed: never half-written)."""
-    table = measure(processes=processes)
+def save(table: pd.DataFrame, path: str) -> pd.DataFrame:
+    """Write a measured table as CSV (aside, then renamed: never half-written)."""
     tmp = path + ".partial"
     table.to_csv(tmp)
     os.replace(tmp, path)
     return table
+
+
+def write(path: str = PATH, processes: int = 2) -> pd.DataFrame:
+    """Measure the table again and write it (:func:`save`)."""
+    return save(measure(processes=processes), path)
