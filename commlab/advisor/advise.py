@@ -130,7 +130,7 @@ def _row(config, compute, comm, iteration_s, penalty, target, how="", measured="
                 time_s=iteration_s * target * penalty,
                 reasoning=f"compute {compute * 1e3:.3g} ms + exposed communication {exposed * 1e3:.3g} ms "
                           f"({hidden * 1e3:.3g} of {comm * 1e3:.3g} ms hidden){how}; penalty {penalty:.2f}"
-                          + (f" ({measured})" if measured else ""))
+                          + (f" ({measured})" if measured else "") + (f" [{horizon}]" if horizon else ""))
 
 
 def _simulated(config, it, penalty, target, how="", measured="", horizon=""):

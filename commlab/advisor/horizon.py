@@ -8,7 +8,7 @@ show, and the penalty is read at a **ladder of targets**, each a longer horizon:
 
 * **problem** ``digits-cnn``: the two-convolution network (``model="cnn"``) on the 8x8 digits as
   images, 8 workers, batch 32 per worker, SGD with momentum 0.9, test accuracy every 10 rounds,
-  :data:`ROUNDS` rounds for every option (about 107 epochs of the 1,437 training images);
+  :data:`ROUNDS` rounds for every option (about 107 epochs of the 1,438 training images);
 * **targets** :data:`TARGETS`, the highest reached by BSP after a few hundred rounds;
 * **options** :data:`OPTIONS`: top-k 1% with and without error feedback, and DGC (Lin et al., ICLR
   2018) at 1% after a warm-up of 25 rounds (about 4 epochs, as the paper's warm-up), which applies
