@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import torch
@@ -69,10 +70,7 @@ def measured(spec, x, repeats: int) -> float:
 def modelled(spec, shape, device) -> float:
     """Seconds the device model gives for one encode and one decode."""
     c = compress.get(spec)
-    cost = c.cost(shape)
-    d = 1
-    for s in shape:
-        d *= s
+    cost, d = c.cost(shape), math.prod(shape)
     return device.work_seconds(cost.encode, d) + device.work_seconds(cost.decode, d)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import sim
-from ..net.protocols import TCP_PAYLOAD, Protocol
+from ..net import protocols
 
 SPECS = ("fp16", "qsgd", "terngrad", "signsgd", "topk(0.01)+ef", "randk(0.01)", "dgc", "powersgd(rank=4)")
 MODELS = {"resnet50": 64, "bert-base": 32}  # the batch per GPU
@@ -23,8 +23,8 @@ NAMED = (1, 10, 25, 100)  # the named TCP links, Gb/s
 
 
 def tcp(gbits: float):
-    """The TCP link of ``gbits`` Gb/s Ethernet (:class:`commlab.net.protocols.Protocol`)."""
-    return Protocol(f"tcp-{gbits:g}GbE", gbits, 25e-6, copies=2, payload=TCP_PAYLOAD).link()
+    """The TCP link of ``gbits`` Gb/s Ethernet (:func:`commlab.net.protocols.tcp`)."""
+    return protocols.tcp(gbits).link()
 
 
 @functools.lru_cache(maxsize=None)

@@ -57,13 +57,17 @@ class Protocol:
 
 
 TCP_PAYLOAD = 1448 / 1538  # data bytes per wire byte of a full TCP segment on 1500-byte Ethernet frames
+
+
+def tcp(gbits: float) -> Protocol:
+    """TCP over Ethernet of ``gbits`` Gb/s: 25 us start-up, two copies per byte, framing."""
+    return Protocol(f"tcp-{gbits:g}GbE", gbits, 25e-6, copies=2, payload=TCP_PAYLOAD)
+
+
 PROTOCOLS: dict[str, Protocol] = {
     "rdma-100GbIB": Protocol("rdma-100GbIB", 100, 2e-6),
     "rdma-100GbE": Protocol("rdma-100GbE", 100, 3e-6),  # RoCEv2
-    "tcp-100GbE": Protocol("tcp-100GbE", 100, 25e-6, copies=2, payload=TCP_PAYLOAD),
-    "tcp-25GbE": Protocol("tcp-25GbE", 25, 25e-6, copies=2, payload=TCP_PAYLOAD),
-    "tcp-10GbE": Protocol("tcp-10GbE", 10, 25e-6, copies=2, payload=TCP_PAYLOAD),
-    "tcp-1GbE": Protocol("tcp-1GbE", 1, 25e-6, copies=2, payload=TCP_PAYLOAD),
+    **{f"tcp-{g}GbE": tcp(g) for g in (100, 25, 10, 1)},
 }
 
 

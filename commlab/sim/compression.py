@@ -50,9 +50,6 @@ from ..arch.algorithms import slowest_hop
 from ..net import cost as net_cost
 from . import closed_forms
 
-COMPRESS_PER = ("tensor", "bucket")
-
-
 def _tree(n: float, p: int, link) -> float:
     return net_cost.reduce(n, p, link) + net_cost.broadcast(n, p, link)
 

@@ -44,6 +44,7 @@ import math
 from dataclasses import dataclass
 
 from .. import checks
+from ..spec import COMPRESS_PER
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Framework:
     schedule: str | None = None  # what it runs when no schedule is given (None: one message after backward)
 
     def __post_init__(self):
-        checks.choice("compress_per", self.compress_per, ("tensor", "bucket"))
+        checks.choice("compress_per", self.compress_per, COMPRESS_PER)
 
     def cost(self, nbytes: float) -> float:
         """Seconds this framework adds to a message of ``nbytes``."""
