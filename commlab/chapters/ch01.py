@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 
 from ..net import speedup
 from ..net.link import PROFILES, get_link
+from . import explorer
 
 WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -51,21 +52,15 @@ def speedup_explorer(models: dict, global_batch: int = 256, link: str = "10GbE",
     models: {label: (params D, FLOPs per sample C)}.
     """
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(model_names, batch, profile, tflops):
         chosen = {k: models[k] for k in model_names} or models
-        fig, ax = plt.subplots(figsize=(6, 4))
-        speedup_figure(chosen, batch, profile, tflops * 1e12, ax=ax)
-        plt.show()
+        return speedup_figure(chosen, batch, profile, tflops * 1e12, ax=plt.subplots(figsize=(6, 4))[1])
 
-    draw(tuple(models), global_batch, link, flops / 1e12)  # the static figure
     controls = dict(
         model_names=w.SelectMultiple(options=list(models), value=tuple(models), description="models"),
         batch=w.IntSlider(value=global_batch, min=32, max=8192, step=32, description="global batch"),
         profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         tflops=w.FloatLogSlider(value=flops / 1e12, base=10, min=-1, max=3, description="TFLOP/s"),
     )
-    ui = w.interactive(draw, **controls)
-    display(ui)
-    return ui
+    return explorer.show(draw, controls)

@@ -1,6 +1,6 @@
 """Chapter 02 (all-reduce algorithms): times from the closed forms, the winner map, the ring
-step by step, and the widget (each figure returns the matplotlib Axes; the widget first draws
-its default figure, then offers ipywidgets controls that redraw it)."""
+step by step, and the widget (each figure returns the matplotlib Axes; the widget shows its default
+figure and controls that redraw it in place, :mod:`commlab.chapters.explorer`)."""
 from __future__ import annotations
 
 import functools
@@ -18,6 +18,7 @@ from .common import bytes_name, seconds_name
 from ..arch import algorithms, collectives
 from ..arch.collectives import cost as allreduce_cost
 from ..arch.tree import cost as tree_cost, double_tree_cost
+from . import explorer
 
 ALLREDUCE_ALGORITHMS = tuple(algorithms.names("flat"))  # the registry's flat all-reduces, in its order
 ALLREDUCE_COLORS = {"naive": "tab:gray", "ring": "tab:blue", "tree": "tab:orange", "double_tree": "tab:red",
@@ -154,8 +155,12 @@ def ring_chunks_figure(masks, axes=None, titles=None):
     masks = np.asarray(masks, dtype=np.int64)
     steps, p = masks.shape[0], masks.shape[1]
     if axes is None:
-        fig, axes = plt.subplots(1, steps, figsize=(1.9 * steps, 2.6), squeeze=False)
-        axes = axes[0]
+        cols = min(steps, 3)  # for the column: rows of at most three panels
+        rows = -(-steps // cols)
+        fig, grid = plt.subplots(rows, cols, figsize=(6.8, 2.5 * rows), squeeze=False)
+        for ax in grid.flat[steps:]:
+            ax.set_visible(False)
+        axes = grid.flat[:steps]
     counts = np.vectorize(lambda m: bin(int(m)).count("1"))(masks)
     for k, ax in enumerate(axes):
         im = ax.imshow(counts[k], cmap="Blues", vmin=0, vmax=p + 1)
@@ -179,16 +184,14 @@ def allreduce_explorer(nbytes: float = 100e6, p: int = 64, link: str = "10GbE", 
     one message size, and time against message size. Controls: message size (MB), ranks N,
     network profile, ranks per node for the hierarchical all-reduce (NVLink inside a node)."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(megabytes, ranks, profile, per_node):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+        fig, (left, right) = plt.subplots(2, 1, figsize=(6.8, 7.2))
         allreduce_bars(megabytes * 1e6, ranks, profile, per_node, ax=left)
         allreduce_vs_size(ranks, profile, mark=megabytes * 1e6, ax=right)
         fig.tight_layout()
-        plt.show()
+        return fig
 
-    draw(nbytes / 1e6, p, link, group_size)  # the static figure
     controls = dict(
         megabytes=w.FloatLogSlider(value=nbytes / 1e6, base=10, min=-6, max=3, description="message MB",
                                    continuous_update=False),
@@ -196,7 +199,5 @@ def allreduce_explorer(nbytes: float = 100e6, p: int = 64, link: str = "10GbE", 
         profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         per_node=w.IntSlider(value=group_size, min=1, max=16, description="ranks/node", continuous_update=False),
     )
-    ui = w.interactive(draw, **controls)
-    display(ui)
-    return ui
+    return explorer.show(draw, controls)
 

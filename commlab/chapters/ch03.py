@@ -1,7 +1,7 @@
 """Chapter 03 (parameter servers and gossip): parameter server against ring all-reduce,
 gossip topologies drawn from their neighbour lists, and the widget (each figure returns the
-matplotlib Axes; the widget first draws its default figure, then offers ipywidgets controls
-that redraw it)."""
+matplotlib Axes; the widget shows its default figure and controls that redraw it in place,
+:mod:`commlab.chapters.explorer`)."""
 from __future__ import annotations
 
 import math
@@ -13,6 +13,7 @@ from ..net import cost
 from ..net.link import PROFILES, get_link
 from ..arch.ps_layout import ps_sharded
 from ..arch.ring import cost as ring_cost
+from . import explorer
 
 PS_WORKERS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -98,23 +99,17 @@ def ps_explorer(nbytes: float = 102.4e6, link: str = "10GbE", servers: int = 8, 
     Controls: gradient size (MB), network profile, a fixed number of servers S (drawn beside
     one server and one server per worker), largest number of workers."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(megabytes, profile, shards, largest):
         workers = [2 ** k for k in range(1, largest.bit_length()) if 2 ** k <= largest]
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ps_vs_allreduce(megabytes * 1e6, profile, workers, servers=tuple(dict.fromkeys((1, shards, "N"))),
-                              ax=ax)
-        plt.show()
+        return ps_vs_allreduce(megabytes * 1e6, profile, workers, servers=tuple(dict.fromkeys((1, shards, "N"))),
+                               ax=plt.subplots(figsize=(6, 4))[1])
 
-    draw(nbytes / 1e6, link, servers, max_workers)  # the static figure
     controls = dict(
         megabytes=w.FloatLogSlider(value=nbytes / 1e6, base=10, min=-1, max=4, description="gradient MB"),
         profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         shards=w.IntSlider(value=servers, min=1, max=256, description="servers S"),
         largest=w.Dropdown(options=[2 ** k for k in range(3, 13)], value=max_workers, description="max workers"),
     )
-    ui = w.interactive(draw, **controls)
-    display(ui)
-    return ui
+    return explorer.show(draw, controls)
 

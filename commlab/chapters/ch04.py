@@ -15,6 +15,7 @@ import numpy as np
 
 from ..net import Network
 from ..train import Trainer
+from . import explorer
 
 # a fixed colour per synchronization rule, the same in every figure of the chapter
 COLORS = {"bsp": "C0", "ssp": "C2", "asp": "C3", "backup": "C1", "round_robin": "C4", "hogwild": "C5"}
@@ -143,8 +144,12 @@ def progress_figure(histories: dict, axes=None, slow=()):
     """One panel per run: each worker's steps against its own simulated clock
     (``History.worker_time``; the ranks in ``slow`` drawn thick)."""
     if axes is None:
-        _, axes = plt.subplots(1, len(histories), figsize=(3.2 * len(histories), 3), sharey=True, squeeze=False)
-        axes = axes[0]
+        cols = min(len(histories), 2)  # for the column: two panels a row
+        rows = -(-len(histories) // cols)
+        _, grid = plt.subplots(rows, cols, figsize=(6.8, 2.8 * rows), sharey=True, squeeze=False)
+        for ax in grid.flat[len(histories):]:
+            ax.set_visible(False)
+        axes = grid.flat[:len(histories)]
     for ax, (spec, h) in zip(axes, histories.items()):
         steps = np.array(h.steps)
         for w, t in enumerate(np.array(h.worker_time).T):
@@ -179,8 +184,8 @@ def straggler_panel(staleness: int = 2, slowdown: float = 4.0, *, workers: int =
                     eta: float = 0.15, momentum: float = 0.9, flops: float = 1e9, link: str = "10GbE",
                     seed: int = 0, backups: int = 1):
     """The widget's figure: BSP, SSP(staleness), ASP and backup workers with the last rank
-    ``slowdown`` times slower. Left: rank 0's test accuracy against its own clock; middle:
-    when a fast worker (rank 0) and the straggler finish; right: staleness of the applied
+    ``slowdown`` times slower. Stacked for the column: rank 0's test accuracy against its own clock;
+    when a fast worker (rank 0) and the straggler finish; the staleness of the applied
     gradients. Returns (figure, {spec: (trainer, history)})."""
     if slowdown < 1:
         raise ValueError(f"slowdown must be >= 1 (a factor on the straggler's compute time), got {slowdown!r}")
@@ -189,7 +194,7 @@ def straggler_panel(staleness: int = 2, slowdown: float = 4.0, *, workers: int =
     runs = run_syncs(specs, workers=workers, steps=steps, net=net, eta=eta, momentum=momentum, seed=seed,
                      eval_every=max(1, steps // 10))
     out = runs
-    fig, (left, mid, right) = plt.subplots(1, 3, figsize=(15, 4))
+    fig, (left, mid, right) = plt.subplots(3, 1, figsize=(6.8, 10))
     accuracy_time_figure({s: v[1] for s, v in out.items()}, ax=left, title="test accuracy against rank 0's clock")
     y = np.arange(len(out))
     fast = [v[1].worker_time[-1][0] * 1e3 for v in out.values()]
@@ -218,19 +223,14 @@ def sync_explorer(staleness: int = 2, slowdown: float = 4.0, workers: int = 8, s
     test accuracy against its clock, who finishes when, and the staleness of the applied
     gradients. Controls: the staleness bound s and the straggler's slowdown."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(s, factor):
-        straggler_panel(s, factor, workers=workers, steps=steps, eta=eta, momentum=momentum,
-                                   flops=flops, link=link, seed=seed)
-        plt.show()
+        return straggler_panel(s, factor, workers=workers, steps=steps, eta=eta, momentum=momentum,
+                               flops=flops, link=link, seed=seed)[0]
 
-    draw(staleness, slowdown)  # the static figure
     controls = dict(
         s=w.IntSlider(value=staleness, min=0, max=16, description="staleness s", continuous_update=False),
         factor=w.FloatSlider(value=slowdown, min=1.0, max=10.0, step=0.5, description="slowdown",
                              continuous_update=False),
     )
-    ui = w.interactive(draw, **controls)
-    display(ui)
-    return ui
+    return explorer.show(draw, controls)

@@ -12,8 +12,9 @@ step of BSP, ASP and FedAvg, one step in H of local SGD.
   for IID and Dirichlet splits.
 * :func:`accuracy_vs_alpha`: final accuracy against the Dirichlet concentration, one line per
   method.
-* :func:`local_sgd_explorer`: the chapter's interactive panel. It first draws its default
-  figure (what the static website shows), then offers ipywidgets controls that redraw it. It
+* :func:`local_sgd_explorer`: the chapter's interactive panel. It shows its default
+  figure (what the static website shows) and ipywidgets controls that redraw it in place
+  (:mod:`commlab.chapters.explorer`). It
   trains on the fly: BSP and local SGD with period H, 8 workers, the MLP on digits, on an IID
   split or a Dirichlet split with concentration ``alpha``. Every run is cached, so moving
   back to a setting is instant; a new one takes a second or two.
@@ -29,6 +30,7 @@ import torch
 from ..data import label_histogram, load, split_dirichlet, split_iid
 from ..history import History
 from ..train import Trainer
+from . import explorer
 
 X_AXES = {"rounds": "communication rounds", "bytes": "bytes sent per worker (mean)",
           "samples": "training samples (all workers)", "step": "step"}
@@ -188,7 +190,7 @@ def explorer_figure(period: int = 8, alpha: float | None = 0.1, steps: int = 256
     data = load("digits", seed=seed)
     shards = (split_iid(len(data.y_train), workers, seed) if alpha is None
               else split_dirichlet(data.y_train, workers, alpha, seed))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [1, 1.5]})
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.8, 7.5))
     split = "IID split" if alpha is None else f"Dirichlet split, a = {alpha:g}"
     label_distribution(data.y_train, shards, data.num_classes, ax=left,
                                    title=f"Classes per worker ({split})")
@@ -213,16 +215,13 @@ def local_sgd_explorer(period: int = 8, alpha: float | None = 0.1, steps: int = 
     concentration a (or IID). ``known``: runs already made, {(period, alpha): History}, so
     that the static figure trains nothing new (see :func:`remember`)."""
     import ipywidgets as w
-    from IPython.display import display
 
     if known:
         remember(known, steps, workers, lr, seed)
 
     def draw(h, a):  # the slider's "iid" is alpha=None (a slider cannot hold None)
-        explorer_figure(h, None if a == "iid" else a, steps, workers, lr, seed)
-        plt.show()
+        return explorer_figure(h, None if a == "iid" else a, steps, workers, lr, seed)
 
-    draw(period, alpha)  # the static figure
     alphas = sorted(set(ALPHAS) | ({alpha} if alpha is not None else set()))
     options = [(f"{a:g}", a) for a in alphas] + [("IID", "iid")]
     controls = dict(
@@ -230,6 +229,4 @@ def local_sgd_explorer(period: int = 8, alpha: float | None = 0.1, steps: int = 
         a=w.SelectionSlider(options=options, value="iid" if alpha is None else alpha, description="Dirichlet a",
                             continuous_update=False),
     )
-    ui = w.interactive(draw, **controls)
-    display(ui)
-    return ui
+    return explorer.show(draw, controls)

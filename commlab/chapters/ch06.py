@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from .. import compress
+from . import explorer
 
 # the widget's menu: name -> spec; "{levels}" is filled in for the quantizers with levels
 QUANTIZERS = {"qsgd": "qsgd(levels={levels})", "rotated": "rotated(levels={levels})", "terngrad": "terngrad",
@@ -137,7 +138,7 @@ def accuracy_bytes_figure(runs, ax=None, title=None):
     colour per compressor (the label before "+ef"), each run named in the legend (to the
     right of the axes). The run labelled "none" (uncompressed) is a black star with dashed
     lines at its accuracy and bytes."""
-    ax = ax or plt.subplots(figsize=(8, 5))[1]
+    ax = ax or plt.subplots(figsize=(6.8, 4.4))[1]
     colors = {}
     for r in runs:
         if r["label"] == "none":
@@ -183,21 +184,17 @@ def quantizer_explorer(x, quantizer: str = "qsgd", levels: int = 4, draws: int =
     (:func:`error_histogram`). Controls: quantizer, levels s (QSGD and
     rotated quantization; the others have none), number of draws."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(name, s, n):
-        fig, ax = plt.subplots(figsize=(7, 3.8))
+        fig, ax = plt.subplots(figsize=(6.8, 3.8))
         error_histogram(x, quantizer_spec(name, s), draws=n, ax=ax)
         fig.tight_layout()
-        plt.show()
+        return fig
 
-    draw(quantizer, levels, draws)  # the static figure
     controls = dict(
         name=w.Dropdown(options=list(QUANTIZERS), value=quantizer, description="quantizer"),
         s=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 255], value=levels, description="levels s",
                             continuous_update=False),
         n=w.IntSlider(value=draws, min=2, max=100, description="draws", continuous_update=False),
     )
-    ui = w.interactive(draw, **controls)
-    display(ui)
-    return ui
+    return explorer.show(draw, controls)

@@ -8,6 +8,7 @@ import torch
 from matplotlib.ticker import FuncFormatter
 
 from .. import compress
+from . import explorer
 
 # which chapter's idea a compressor is: quantization (06), sparsification or low rank (07)
 FAMILY = {"fp16": "quantization", "bf16": "quantization", "qsgd": "quantization", "terngrad": "quantization",
@@ -66,7 +67,7 @@ def frontier_figure(points, ax=None, title=None):
     points: list of dicts with "label", "bytes", "accuracy", "family" (see :func:`family`);
     the "none" point, the uncompressed reference, also draws dashed lines at its accuracy
     and bytes."""
-    ax = ax or plt.subplots(figsize=(9, 5.5))[1]
+    ax = ax or plt.subplots(figsize=(6.8, 4.8))[1]
     groups: dict = {}
     for p in points:
         groups.setdefault((round(p["bytes"]), round(p["accuracy"], 6), p["family"]), []).append(p["label"])
@@ -165,11 +166,15 @@ def tradeoff(x: torch.Tensor, fam: str, values=None) -> list[tuple]:
 
 def tradeoff_figure(x: torch.Tensor, fam: str = "topk", value=0.01, axes=None, families=tuple(TRADEOFF),
                     name="x"):
-    """Left: relative error ||x - C(x)||^2 / ||x||^2 against payload bytes for each family's
-    sweep, with the chosen (family, value) marked. Right: x and C(x) as matrices (x is
+    """Top: relative error ||x - C(x)||^2 / ||x||^2 against payload bytes for each family's
+    sweep, with the chosen (family, value) marked. Below: x and C(x) as matrices (x is
     viewed as (rows, -1)). ``name`` says what x is, in the figure's title."""
     if axes is None:
-        fig, axes = plt.subplots(1, 3, figsize=(13, 4), gridspec_kw={"width_ratios": [1.6, 1, 1]})
+        fig = plt.figure(figsize=(6.8, 7.4))  # for the column: the sweep on top, x and C(x) below
+        rows = fig.add_gridspec(2, 1, height_ratios=[1.1, 1])
+        left = fig.add_subplot(rows[0])
+        below = rows[1].subgridspec(1, 2)
+        axes = (left, fig.add_subplot(below[0]), fig.add_subplot(below[1]))
         fig.suptitle(f"One compression of {name} ({' x '.join(map(str, x.shape))}, fp32): error against bytes",
                      fontsize=10)
     left, orig, rec = axes
@@ -207,14 +212,14 @@ def compression_explorer(x, family: str = "topk", value=0.01, name: str = "a gra
     beside C(x) as matrices (:func:`tradeoff_figure`). Controls:
     family, and its parameter (ratio, tau, rank or levels) from the family's sweep."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(fam, val):
+        if val not in values[fam]:  # the family changed and its own sweep is on its way
+            val = values[fam][0]
         axes = tradeoff_figure(x, fam, val, name=name)
         axes[0].figure.tight_layout()
-        plt.show()
+        return axes
 
-    draw(family, value)  # the static figure
     values = {f: list(sweep) for f, (_, sweep, _) in TRADEOFF.items()}
     fam = w.Dropdown(options=list(TRADEOFF), value=family, description="compressor")
     val = w.SelectionSlider(options=values[family], value=value if value in values[family] else values[family][0],
@@ -225,7 +230,5 @@ def compression_explorer(x, family: str = "topk", value=0.01, name: str = "a gra
         val.description = TRADEOFF[change["new"]][0]
 
     fam.observe(switch, names="value")
-    ui = w.interactive(draw, fam=fam, val=val)
-    display(ui)
-    return ui
+    return explorer.show(draw, dict(fam=fam, val=val))
 

@@ -14,6 +14,7 @@ from .. import schedule as sched
 from .. import sim
 from ..schedule.dispatch import Message, arrivals, forward_spans
 from ..train import Trainer
+from . import explorer
 
 # ----- the real runs ---------------------------------------------------------------------------
 SMALL = dict(model="mlp", model_kw={"hidden": [256] * 12}, data="digits", batch_size=32, seed=0)
@@ -280,18 +281,14 @@ def schedule_explorer(model="resnet50", network="100GbIB", gpus=32, method="mg_w
     """The widget: model, network between nodes, GPUs and method -> the simulated timeline and
     the scaling efficiency of every method (:func:`explorer_figure`). Draws the default first."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(model, network, gpus, method):
         axes = explorer_figure(model, network, gpus, method)
         axes[0].figure.tight_layout()
-        plt.show()
+        return axes
 
-    draw(model, network, gpus, method)  # the static figure
-    ui = w.interactive(draw, model=w.Dropdown(options=list(MODELS), value=model, description="model"),
+    return explorer.show(draw, dict(model=w.Dropdown(options=list(MODELS), value=model, description="model"),
                        network=w.Dropdown(options=list(NETWORKS), value=network, description="network"),
                        gpus=w.SelectionSlider(options=[2 ** k for k in range(2, 11)], value=gpus, description="GPUs",
                                               continuous_update=False),
-                       method=w.Dropdown(options=list(METHODS), value=method, description="method"))
-    display(ui)
-    return ui
+                       method=w.Dropdown(options=list(METHODS), value=method, description="method")))

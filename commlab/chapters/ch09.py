@@ -20,6 +20,7 @@ from ..history import Diverged
 from ..net import Network
 from ..net.link import LinkModel
 from ..train import Trainer
+from . import explorer
 
 WORKERS, STEPS, FLOPS = 8, 100, 1e9  # a slow device (1 GFLOP/s), so that compute is not nothing
 # 357 test digits leave 1440 to train on: shards of 180 = 5 batches of 36, so every step computes
@@ -278,23 +279,17 @@ def choco_explorer(topology="ring", workers=WORKERS, compressor="top 1%", gamma=
     """The widget: topology, workers, compressor and gamma -> :func:`explorer_figure` (each new
     setting trains two runs of ``steps`` steps, a few seconds). Draws the default first."""
     import ipywidgets as w
-    from IPython.display import display
 
     gamma = tuned_gamma(COMPRESSORS[compressor], topology, workers) if gamma is None else gamma
 
-    def draw(topology, workers, compressor, gamma):
-        try:
-            explorer_figure(topology, workers, compressor, gamma, steps)[0].figure.tight_layout()
-        except ValueError as e:  # a graph that cannot have this many nodes (a hypercube of 12)
-            print(e)
-        plt.show()
+    def draw(topology, workers, compressor, gamma):  # a ValueError (a hypercube of 12) shows its message
+        axes = explorer_figure(topology, workers, compressor, gamma, steps)
+        axes[0].figure.tight_layout()
+        return axes
 
-    draw(topology, workers, compressor, gamma)  # the static figure
-    ui = w.interactive(draw, topology=w.Dropdown(options=list(TOPOLOGIES), value=topology, description="topology"),
+    return explorer.show(draw, dict(topology=w.Dropdown(options=list(TOPOLOGIES), value=topology, description="topology"),
                        workers=w.SelectionSlider(options=[4, 8, 16], value=workers, description="workers",
                                                  continuous_update=False),
                        compressor=w.Dropdown(options=list(COMPRESSORS), value=compressor, description="compressor"),
                        gamma=w.SelectionSlider(options=sorted(set(GRID) | {gamma}), value=gamma, description="gamma",
-                                               continuous_update=False))
-    display(ui)
-    return ui
+                                               continuous_update=False)))

@@ -30,6 +30,7 @@ from ..parallel.zero import ZeroExchange, zero_bytes, zero_memory
 from ..runtime import launch
 from ..sim import get_device
 from ..train import Trainer
+from . import explorer
 
 MLP = dict(model="mlp", data="digits", batch_size=32, lr=0.1, momentum=0.9, seed=0, progress=False, eval_every=10,
            net="10GbE")
@@ -276,21 +277,15 @@ def plan_figure(p, ax=None):
 def layout_explorer(model="gpt3-175b", gpus=1024, tp=8, pp=16, zero=1, batch=1536):
     """The widget: model, GPUs, tp, pp, ZeRO stage -> the planner's memory and time bars."""
     import ipywidgets as w
-    from IPython.display import display
 
-    def draw(model, gpus, tp, pp, zero):
-        try:
-            plan_figure(planner.plan(model, gpus, tp, pp, gpus // (tp * pp), zero, batch=batch))
-            plt.tight_layout()
-            plt.show()
-        except (ValueError, ZeroDivisionError) as e:
-            print(e)
+    def draw(model, gpus, tp, pp, zero):  # a layout the planner refuses shows its message
+        axes = plan_figure(planner.plan(model, gpus, tp, pp, gpus // (tp * pp), zero, batch=batch))
+        plt.tight_layout()
+        return axes
 
-    draw(model, gpus, tp, pp, zero)
-    ui = w.interactive(draw, model=w.Dropdown(options=list(MODELS), value=model),
+    return explorer.show(draw, dict(model=w.Dropdown(options=list(MODELS), value=model),
                        gpus=w.SelectionSlider(options=[512, 1024, 1536, 3072], value=gpus, continuous_update=False),
                        tp=w.SelectionSlider(options=[1, 2, 4, 8], value=tp, continuous_update=False),
                        pp=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64], value=pp, continuous_update=False),
-                       zero=w.SelectionSlider(options=[0, 1, 2, 3], value=zero, continuous_update=False))
-    display(ui)
-    return ui
+                       zero=w.SelectionSlider(options=[0, 1, 2, 3], value=zero, continuous_update=False)),
+                        refused=(ValueError, ZeroDivisionError))

@@ -25,6 +25,7 @@ from ..arch.innetwork import ina_speedup
 from ..net.link import get_link as link
 from ..net.protocols import PROTOCOLS
 from ..train import Trainer
+from . import explorer
 
 MB = 1e6
 
@@ -256,7 +257,6 @@ def fabric_explorer(fabric="fat_tree", oversubscription=2.0, model="bert-large")
     gradient and a sharded PS over (up to) its first 64 hosts, flow by flow, on 100 Gb/s links,
     against the closed form of a ring alone on its links."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(fabric, oversubscription, model):
         nbytes = _gradient_bytes(model)
@@ -272,13 +272,10 @@ def fabric_explorer(fabric="fat_tree", oversubscription=2.0, model="bert-large")
         ax.set_xlabel("ms per synchronization")
         ax.set_title(f"{f.name}: {len(ranks)} hosts, {model} ({nbytes / MB:.0f} MB)"
                      + ("" if fabric == "fat_tree" else "; oversubscription applies to the fat-tree"), fontsize=9)
-        plt.tight_layout()
-        plt.show()
+        fig.tight_layout()
+        return fig
 
-    draw(fabric, oversubscription, model)
-    ui = w.interactive(draw, fabric=w.Dropdown(options=["fat_tree", "bcube", "torus_2d", "gpu_cluster"], value=fabric),
+    return explorer.show(draw, dict(fabric=w.Dropdown(options=["fat_tree", "bcube", "torus_2d", "gpu_cluster"], value=fabric),
                        oversubscription=w.SelectionSlider(options=[1.0, 2.0, 4.0, 8.0], value=oversubscription,
                                                           continuous_update=False),
-                       model=w.Dropdown(options=["resnet50", "bert-base", "bert-large"], value=model))
-    display(ui)
-    return ui
+                       model=w.Dropdown(options=["resnet50", "bert-base", "bert-large"], value=model)))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import sim
 from ..net import protocols
+from . import explorer
 
 SPECS = ("fp16", "qsgd", "terngrad", "signsgd", "topk(0.01)+ef", "randk(0.01)", "dgc", "powersgd(rank=4)")
 MODELS = {"resnet50": 64, "bert-base": 32}  # the batch per GPU
@@ -126,18 +127,15 @@ def explorer_figure(model="resnet50", spec="topk(0.01)+ef", gbits=10.0, device="
 def gpu_explorer(model="resnet50", spec="topk(0.01)+ef", gbits=10.0, device="v100"):
     """Choose GPU, bandwidth (1-100 Gb/s), model and compressor: :func:`explorer_figure`."""
     import ipywidgets as w
-    from IPython.display import display
 
     def draw(model, spec, gbits, device):
-        explorer_figure(model, spec, gbits, device).figure.tight_layout()
-        plt.show()
+        ax = explorer_figure(model, spec, gbits, device)
+        ax.figure.tight_layout()
+        return ax
 
-    draw(model, spec, gbits, device)  # the static figure
-    ui = w.interactive(draw, model=w.Dropdown(options=list(MODELS), value=model, description="model"),
+    return explorer.show(draw, dict(model=w.Dropdown(options=list(MODELS), value=model, description="model"),
                        spec=w.Dropdown(options=list(SPECS), value=spec, description="compressor"),
                        gbits=w.FloatLogSlider(value=gbits, base=10, min=0, max=2, step=0.05, description="Gb/s",
                                               continuous_update=False),
                        device=w.Dropdown(options=["rtx2080ti", "v100"], value=device,
-                                         description="GPU"))
-    display(ui)
-    return ui
+                                         description="GPU")))
