@@ -108,29 +108,29 @@ def off_by_one(comm):
 
 def test_ring_sum_correct(capsys):
     assert ch00.check_ring_sum(ring_sum) is True
-    assert "correct" in capsys.readouterr().out
+    assert "correct" in " ".join(capsys.readouterr().out.split())
 
 
 def test_ring_sum_with_all_reduce_is_rejected(capsys):
     assert ch00.check_ring_sum(allreduce_sum) is False
-    assert "send/recv only" in capsys.readouterr().out
+    assert "send/recv only" in " ".join(capsys.readouterr().out.split())
 
 
 def test_ring_sum_that_raises_is_rejected(capsys):
     assert ch00.check_ring_sum(raising) is False
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert "raised" in out and "oops" in out
 
 
 def test_ring_sum_wrong_value_is_rejected(capsys):
     assert ch00.check_ring_sum(off_by_one) is False
-    assert "with 1 ranks expected 1.0" in capsys.readouterr().out
+    assert "with 1 ranks expected 1.0" in " ".join(capsys.readouterr().out.split())
 
 
 # ----------------------------------------------------------------------------- helpers
 def test_check_number_and_check_function(capsys):
     assert check_number("x", None, 1.0, hint="Try.") is False
-    assert "x: not answered yet. Try." in capsys.readouterr().out
+    assert "x: not answered yet. Try." in " ".join(capsys.readouterr().out.split())
     assert check_number("x", 0.0, 0.0) is True
     assert check_number("x", 1.0, 1.0, rel=0.0) is True
     assert check_function("f", None, lambda f: None) is False
@@ -140,5 +140,12 @@ def test_check_number_and_check_function(capsys):
     assert check_function("f", lambda x: x * 2, trial) is True
     assert check_function("f", lambda x: x + 3, trial) is False
     assert check_function("f", lambda x: 1 / 0, trial) is False
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert "f(2) should be 4" in out and "ZeroDivisionError" in out
+
+
+def test_a_long_hint_is_broken_into_lines_that_fit_the_column(capsys):
+    from commlab.chapters.exercises import WIDTH, check_number
+    check_number("x", None, 1.0, hint="word " * 60)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 1 and max(map(len, lines)) <= WIDTH

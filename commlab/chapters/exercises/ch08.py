@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ... import schedule as sched
 from ...schedule.profile import Profile
-from . import check_number
+from . import check_number, say
 
 MS, MB = 1e-3, 1_000_000
 
@@ -75,8 +75,8 @@ def check_mg_wfbp_messages(answer) -> bool:
         return True
     hint = ("" if sorted(l for g in got for l in g) == [0, 1, 2, 3] else " Every layer 0..3 belongs to exactly one "
             "message.")
-    print(f"{name}: not yet: {got} is not what the rule gives.{hint} Walk down from layer 3: merge a layer's "
-          "message into the next one's when it cannot start before that layer's gradient is ready, less a = 1 ms.")
+    say(f"{name}: not yet: {got} is not what the rule gives.{hint} Walk down from layer 3: merge a layer's "
+        "message into the next one's when it cannot start before that layer's gradient is ready, less a = 1 ms.")
     return False
 
 
