@@ -30,8 +30,18 @@ def smallest_text_px(fig: Figure) -> float:
     the figure's dpi); ``inf`` for a figure with no text. Draws the figure first, so tick labels
     are the ones shown."""
     fig.canvas.draw()
-    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    sizes = [t.get_fontsize() for t in _shown_texts(fig)]
     return min(sizes, default=float("inf")) * fig.dpi / 72
+
+
+def _shown_texts(artist):
+    """The non-empty texts under ``artist`` that are drawn: visible, and inside no hidden artist."""
+    if not artist.get_visible():
+        return
+    if isinstance(artist, Text) and artist.get_text().strip():
+        yield artist
+    for child in artist.get_children():
+        yield from _shown_texts(child)
 
 
 def fit_titles(fig: Figure) -> bool:
