@@ -31,8 +31,8 @@ simulated what-if); every other row's says ``as printed``.
   decode on the profile's device (the RTX 2080 Ti of the survey's profiles), printed as
   ``arithmetic_s``. Over a parameter server, which the simulator does not compress, every layer's
   bytes are scaled by the compressor's measured wire ratio r (a 1M-value gradient compressed by the
-  library): by (1 + r)/2 (compressed pushes, full pulls), the encoding not counted. Local SGD with period H (read from the spec by the synchronizer's
-  registry) pays the all-reduce once every H rounds; D-PSGD sends the model to both neighbours of a
+  library): by (1 + r)/2 (compressed pushes, full pulls), the encoding not counted. Local SGD with
+  period H (read from the spec by the synchronizer's registry) pays the all-reduce once every H rounds; D-PSGD sends the model to both neighbours of a
   ring every round, after backward.
 * **Penalties** are :func:`commlab.advisor.horizon.for_ranking` of the measured tables: the worse
   of two short problems, each option at its own tuned learning rate, never below 1 (1 for lossless
@@ -260,9 +260,9 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
         within = table[table["time_s"] <= budget]
         if within.empty:
             best = table.iloc[0]
-            raise ValueError(f"advise: no configuration reaches the target within budget={budget:g} s; the fastest, "
-                             f"{best['sync']} / {best['arch']} / {best['compress']} / {best['schedule']}, needs "
-                             f"{best['time_s']:.4g} s")
+            raise ValueError(f"advise: no configuration reaches the target within budget={budget:g} s; "
+                             f"the fastest, {best['sync']} / {best['arch']} / {best['compress']} / "
+                             f"{best['schedule']}, needs {best['time_s']:.4g} s")
         table = within.reset_index(drop=True)
     table.index = table.index + 1
     table.index.name = "rank"

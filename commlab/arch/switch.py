@@ -108,7 +108,8 @@ def serve(comm, slots: int = 8, elements: int = 64, tag: int = TAG) -> dict | No
         i, values = int(packet[0]), packet[1:]
         s = i % slots
         if owner[s] not in (None, i):
-            raise RuntimeError(f"switch: worker {src} sent chunk {i} into slot {s}, still busy with chunk {owner[s]}")
+            raise RuntimeError(f"switch: worker {src} sent chunk {i} into slot {s}, "
+                               f"still busy with chunk {owner[s]}")
         owner[s] = i
         pool[s, :values.numel()] += values
         count[s] += 1
