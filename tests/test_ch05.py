@@ -134,10 +134,10 @@ def test_local_sgd_explorer_headless():
     w = pytest.importorskip("ipywidgets")
     pl._CACHE.clear()
     ui = pl.local_sgd_explorer(period=4, alpha=0.1, **SMALL)
-    assert isinstance(ui, w.interactive)
+    assert isinstance(ui, w.VBox)
     values = {c.description: c.value for c in ui.children if hasattr(c, "value") and c.description}
     assert values["period H"] == 4 and values["Dirichlet a"] == 0.1
-    left, right = plt.gcf().axes
+    left, right = ui.shown.axes
     assert len(left.patches) == 4 * 10 and "Dirichlet split, a = 0.1" in left.get_title()
     assert [l.get_label() for l in right.get_lines()] == ["BSP (H = 1)", "local SGD, H = 4"]
     assert "final test accuracy: BSP" in right.get_title()
@@ -146,8 +146,8 @@ def test_local_sgd_explorer_headless():
     alpha = next(c for c in ui.children if getattr(c, "description", "") == "Dirichlet a")
     before = len(plt.get_fignums())
     period.value = 1
-    assert len(plt.get_fignums()) == before + 1
+    assert len(plt.get_fignums()) == before  # redrawn in place, and closed once shown
     alpha.value = "iid"
-    left, right = plt.gcf().axes
+    left, right = ui.shown.axes
     assert "IID split" in left.get_title()
     assert [l.get_label() for l in right.get_lines()] == ["BSP (H = 1)"]

@@ -58,20 +58,24 @@ class _Message:
 def show(draw, controls: dict, refused=(ValueError,)):
     """Display ``draw(**values)`` for the controls' values, then the controls, which redraw that
     same output when changed. ``controls``: {keyword of draw: ipywidgets control}. Returns the
-    box of controls (its ``children`` in the order given)."""
+    box of controls (its ``children`` in the order given); its ``shown`` is what the output holds
+    now (the last Figure drawn, or a refused setting's message)."""
     import ipywidgets as w
-    from IPython.display import display
+    from IPython.display import DisplayHandle, display
 
     def values():
         return {name: c.value for name, c in controls.items()}
 
-    shown = display(render(draw, values(), refused), display_id=True)
+    box = w.VBox(list(controls.values()))
+    box.shown = render(draw, values(), refused)  # what the output holds now: a Figure or a message
+    handle = DisplayHandle()  # an id of its own, also outside a kernel (where display prints)
+    handle.display(box.shown)
 
     def redraw(_change):
-        shown.update(render(draw, values(), refused))
+        box.shown = render(draw, values(), refused)
+        handle.update(box.shown)
 
     for control in controls.values():
         control.observe(redraw, names="value")
-    box = w.VBox(list(controls.values()))
     display(box)
     return box
