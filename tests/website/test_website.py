@@ -65,6 +65,7 @@ CHROMIUM_FLAGS = (
     "--disable-dev-shm-usage", "--window-size=1280,1024",
 )
 PAGE_TIMEOUT_S = 60
+WIDTHS = (1280, 390)  # a laptop's window and a phone's
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -183,6 +184,28 @@ const done = arguments[arguments.length - 1];
 """.replace("__VIEW__", WIDGET_VIEW)
 
 
+# Runs once the page is typeset and its images are in: the widths of what sits in the text's
+# column (figures, tables, display equations, printed blocks outside code cells) against it.
+LAYOUT_JS = r"""
+const a = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+const cs = getComputedStyle(a);
+const where = e => { const s = e.closest('section[id]'); return s ? '#' + s.id : ''; };
+const text = e => e.innerText.trim().slice(0, 50).replace(/\s+/g, ' ');
+return {
+  column: a.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
+  figures: [...a.querySelectorAll('.cell_output img')].map(i => ({
+    src: i.getAttribute('src'), shown: i.getBoundingClientRect().width, natural: i.naturalWidth, at: where(i)})),
+  tables: [...a.querySelectorAll('table')].filter(t => !t.closest('pre, .cell_input') && !t.parentElement.closest('table'))
+    .map(t => ({width: Math.max(t.getBoundingClientRect().width, t.scrollWidth), what: text(t), at: where(t)})),
+  equations: [...a.querySelectorAll('mjx-container[display="true"]')].map(c => ({
+    width: (c.querySelector('mjx-math') || c).getBoundingClientRect().width,
+    what: (c.closest('.math') || c).textContent.slice(0, 50), at: where(c)})),
+  printed: [...a.querySelectorAll('pre')].filter(p => !p.closest('.cell_input'))
+    .map(p => ({width: p.scrollWidth, what: text(p), at: where(p)})),
+};
+"""
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -237,20 +260,25 @@ class Site:
         """The SEVERE console entries since the last call. None is ignored."""
         return [e["message"] for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
 
-    def report(self, page: str) -> dict:
+    def report(self, page: str, width: int = WIDTHS[0]) -> dict:
+        """What a reader sees of ``page`` in a window ``width`` px wide (see INSPECT_JS and
+        LAYOUT_JS)."""
         self.require()
-        if page not in self._reports:
+        if (page, width) not in self._reports:
             html_file = HTML / f"{page}.html"
             if not html_file.is_file():
                 pytest.fail(f"{page}.html was not built (it is in _toc.yml); {BUILD_HINT}", pytrace=False)
             self.severe_log()  # drop what an earlier page left behind
+            if self.driver.execute_script("return window.innerWidth") != width:
+                self.driver.set_window_size(width, 1024)
             self.driver.get(self.base + f"{page}.html")
             r = self.driver.execute_async_script(INSPECT_JS)
             if "failed" in r:
                 pytest.fail(f"inspecting {page}.html failed in the browser: {r['failed']}", pytrace=False)
             r["severe"] = self.severe_log()
-            self._reports[page] = r
-        return self._reports[page]
+            r["layout"] = self.driver.execute_script(LAYOUT_JS)
+            self._reports[page, width] = r
+        return self._reports[page, width]
 
     def close(self):
         if self.driver:
