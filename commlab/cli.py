@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 
 from . import arch as arch_pkg
 from . import checks
@@ -46,6 +47,12 @@ from .history import Diverged
 from .runtime import RUNTIMES, RankError
 from .spec import COMPRESS_PER
 from .parallel.configs import MODELS as LARGE
+
+
+def say(text: str, width: int = 100) -> None:
+    """Print a sentence of the command's report in lines of at most ``width`` characters (a
+    refusal with its valid choices runs to hundreds), continued lines indented."""
+    print(textwrap.fill(text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False))
 
 
 def _names() -> dict:
@@ -229,15 +236,17 @@ def _advise(p, a) -> int:
         # the Trainer's own specs: a row runs as Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)
         cols = ["sync", "arch", "compress", "schedule", "workers", *(["parallel"] if "parallel" in table else []),
                 "iteration_s", "penalty", "time_s"]
-        print(f"{a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations\n")
+        say(f"{a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations")
+        print()
         print(table[cols].head(a.top).round(4).to_string())
         first = table.iloc[0]
-        print("\nwhy the first is first: " + first["reasoning"])
+        print()
+        say("why the first is first: " + first["reasoning"])
         runs = set(table["runs"].head(a.top))
-        print("each row runs as printed: commlab.Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)"
-              if runs == {"as printed"} else f"these rows are simulated: {'; '.join(sorted(runs))}")
+        say("each row runs as printed: commlab.Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)"
+            if runs == {"as printed"} else f"these rows are simulated: {'; '.join(sorted(runs))}")
         for what, why in table.attrs["left_out"].items():
-            print(f"not ranked: {what} ({why})")
+            say(f"not ranked: {what} ({why})")
     return 0
 
 
