@@ -11,10 +11,11 @@ function of its ``seed``:
 * ``"tokens"`` -- a sequence task for the tiny transformer: which "marker" token is
   the most frequent.
 
-Non-IID shards follow Hsu, Qi and Brown, "Measuring the Effects of Non-Identical Data
-Distribution for Federated Visual Classification" (2019) in the per-class form used by
-Yurochkin et al., "Bayesian Nonparametric Federated Learning of Neural Networks"
-(ICML 2019): each class is divided among workers in proportions drawn from Dir(alpha).
+Non-IID shards are per-class Dirichlet splits, as in Yurochkin et al., "Bayesian Nonparametric
+Federated Learning of Neural Networks" (ICML 2019): each class is divided among workers in
+proportions drawn from Dir(alpha). (Hsu, Qi and Brown, "Measuring the Effects of Non-Identical Data
+Distribution for Federated Visual Classification" (2019), split per client instead: each client's
+class proportions are drawn from Dir(alpha * p), p the prior class distribution.)
 """
 
 from __future__ import annotations

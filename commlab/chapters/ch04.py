@@ -218,10 +218,10 @@ def straggler_panel(staleness: int = 2, slowdown: float = 4.0, *, workers: int =
 def sync_explorer(staleness: int = 2, slowdown: float = 4.0, workers: int = 8, steps: int = 60,
                   eta: float = 0.15, momentum: float = 0.9, flops: float = 1e9, link: str = "10GbE",
                   seed: int = 0):
-    """BSP, SSP(s), ASP and one backup worker with a persistent straggler (the last rank,
+    """BSP, SSP(phi), ASP and one backup worker with a persistent straggler (the last rank,
     ``slowdown`` times slower), drawn by :func:`straggler_panel`: rank 0's
     test accuracy against its clock, who finishes when, and the staleness of the applied
-    gradients. Controls: the staleness bound s and the straggler's slowdown."""
+    gradients. Controls: the staleness bound phi and the straggler's slowdown."""
     import ipywidgets as w
 
     def draw(s, factor):
@@ -229,7 +229,7 @@ def sync_explorer(staleness: int = 2, slowdown: float = 4.0, workers: int = 8, s
                                flops=flops, link=link, seed=seed)[0]
 
     controls = dict(
-        s=w.IntSlider(value=staleness, min=0, max=16, description="staleness s", continuous_update=False),
+        s=w.IntSlider(value=staleness, min=0, max=16, description="staleness φ", continuous_update=False),
         factor=w.FloatSlider(value=slowdown, min=1.0, max=10.0, step=0.5, description="slowdown",
                              continuous_update=False),
     )

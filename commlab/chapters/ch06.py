@@ -97,7 +97,7 @@ def variance_bits_figure(series: dict, bound=None, ax=None, title=None):
                 ls="-" if len(pts) > 1 else "none", label=label)
     if bound:
         pts = sorted(bound)
-        ax.plot([b for b, _ in pts], [v for _, v in pts], "k--", lw=1, label="QSGD bound min(b/s², √b/s)")
+        ax.plot([b for b, _ in pts], [v for _, v in pts], "k--", lw=1, label="QSGD bound min(U/s², √U/s)")
     ax.axhline(1.0, color="gray", ls=":", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

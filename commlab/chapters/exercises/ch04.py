@@ -14,7 +14,7 @@ BACKUP_WAIT = dict(workers=16, prob=0.1, backups=2)         # exercise 2
 
 def ssp_staleness_bound(workers: int, staleness: int) -> int:
     """The most server updates between a worker's read and the application of its gradient under
-    SSP(s): each of the N - 1 others pushes at most 2s + 1 times in between."""
+    SSP(phi): each of the N - 1 others pushes at most 2 phi + 1 times in between."""
     return (workers - 1) * (2 * staleness + 1)
 
 
@@ -26,7 +26,7 @@ def wait_probability(workers: int, prob: float, backups: int = 0) -> float:
 
 
 def check_ssp_bound(answer) -> bool:
-    """Exercise 1: the largest staleness SSP(s = 3) allows with N = 16 workers."""
+    """Exercise 1: the largest staleness SSP(phi = 3) allows with N = 16 workers."""
     want = ssp_staleness_bound(**SSP_BOUND)
     return check_number("largest staleness under SSP(3) with 16 workers", answer, want, rel=0.0,
                         hint="Count how often each of the other workers can push between the read and the apply.")

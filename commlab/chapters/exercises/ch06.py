@@ -16,8 +16,8 @@ Z_LIMIT = 5.5                                           # exercise 3: largest |z
 
 
 def check_qsgd_bytes(answer) -> bool:
-    """Exercise 1: payload bytes of packed QSGD with s = 16 levels and buckets of b = 512 on a
-    1-D tensor of d = 10^6 values, header included (what ``Payload.nbytes`` reports)."""
+    """Exercise 1: payload bytes of packed QSGD with s = 16 levels and buckets of U = 512 on a
+    1-D tensor of D = 10^6 values, header included (what ``Payload.nbytes`` reports)."""
     c = QSGD_BYTES
     want = qsgd_nbytes((c["d"],), c["levels"], c["bucket"])
     return check_number("QSGD payload bytes", answer, want, rel=0.0,

@@ -28,8 +28,8 @@ def check_topk_bytes(answer) -> bool:
 
 
 def check_contraction(answer) -> bool:
-    """Exercise 2: the contraction factor 1 - k/d that the top-k bound guarantees for a
-    tensor of d = 10 values at ratio 0.01."""
+    """Exercise 2: the contraction factor 1 - k/D that the top-k bound guarantees for a
+    tensor of D = 10 values at ratio 0.01."""
     c = CONTRACTION
     want = 1 - count(c["ratio"], c["d"]) / c["d"]
     return check_number("top-k contraction factor for d = 10", answer, want, rel=1e-6,
