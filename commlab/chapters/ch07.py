@@ -202,7 +202,7 @@ def tradeoff_figure(x: torch.Tensor, fam: str = "topk", value=0.01, axes=None, f
         ax.imshow(mat.numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("column")
-        ax.set_ylabel("row")
+    orig.set_ylabel("row")
     return axes
 
 
