@@ -11,9 +11,11 @@
    GPU between two synchronizations) beside what :meth:`commlab.sim.devices.Device.work_seconds`
    predicts from the compressor's declared :class:`~commlab.compress.cost.Cost` on the named device
    (``cpu``: this project's CPU, one thread).
-2. **Device model against the GPU we measured.** The GB/s of fp32 input that
-   ``bench_compress.py --device cuda`` recorded on an NVIDIA H200 (25M values, torch 2.11, this
-   project's stop note of that session) beside the model's on ``sim.DEVICES["h200"]``.
+2. **Device model against the GPUs we measured.** What this benchmark and ``bench_compress.py
+   --device cuda`` recorded on an NVIDIA H200 (GB/s of fp32 input, 25M values, torch 2.11) and on
+   an NVIDIA H100 (table 1 of this benchmark with ``--device cuda --numel 25000000``, torch
+   2.11, 2026-11-28; the model's constants were set before, from data sheets), beside the
+   model's on ``sim.DEVICES["h200"]`` and ``sim.DEVICES["h100"]``.
 3. **Predictions.** ResNet-50 and BERT-Base on 8 V100s (one per node) over TCP at 1, 10, 25 and
    100 Gb/s, Horovod compressing tensor by tensor: samples/s of each compressor and its speedup
    over no compression.
@@ -37,6 +39,13 @@ MATRIX = ("powersgd", "atomo")  # low rank: timed on a 1024 x 1024 matrix
 RECORDED_H200 = {"signsgd": 307, "scaled_sign": 278, "ef_signsgd": 135, "signum": 231, "onebit": 139,
                  "terngrad": 154, "qsgd": 76, "diana": 49, "laq": 40, "natural": 106, "topk": 136, "gtopk": 137,
                  "dgc": 102, "randk": 166, "fp16": 562, "bf16": 562, "threshold": 135}
+# this benchmark's table 1 with --device cuda --numel 25000000 on an H100: measured ms per encode + decode
+# (PowerSGD and ATOMO on a 1024 x 1024 matrix)
+RECORDED_H100_MS = {"fp16": 0.286, "bf16": 0.285, "qsgd": 1.73, "terngrad": 0.78, "signsgd": 0.359,
+                    "signum": 0.479, "scaled_sign": 0.422, "ef_signsgd": 0.884, "onebit": 0.824, "natural": 1.16,
+                    "rotated": 1540, "diana": 2.57, "laq": 3.21, "topk": 0.82, "topk(0.01)+ef": 1.22,
+                    "randk": 0.58, "threshold": 0.929, "dgc": 1.17, "gtopk": 0.827, "powersgd": 0.414,
+                    "atomo": 12.1}
 PREDICT = ("fp16", "qsgd", "terngrad", "signsgd", "topk(0.01)", "topk(0.01)+ef", "randk(0.01)", "dgc",
            "powersgd(rank=4)")
 
@@ -94,19 +103,22 @@ def summary(ratios):
           f"within 2x in {sum(0.5 <= r <= 2 for r in ratios)} of {len(ratios)}")
 
 
-def model_vs_h200(specs):
-    dev, n = sim.DEVICES["h200"], 25_000_000
-    rows = []
-    for spec in specs:
-        if spec not in RECORDED_H200:
-            continue
-        model = 4 * n / modelled(spec, (n,), dev) / 1e9
-        rows.append([spec, RECORDED_H200[spec], f"{model:.0f}", f"{model / RECORDED_H200[spec]:.2f}"])
-    table("2. GB/s of fp32 input, compress + decompress of 25M values on an H200: recorded against the model",
-          ["compressor", "measured GB/s", "model GB/s", "model / measured"], rows)
-    if rows:
-        summary([float(r[-1]) for r in rows])
-    return rows
+def model_vs_recorded(specs):
+    """The recorded GPU tables beside the model on the same GPU (25M values; matrices 1024 x 1024)."""
+    n = 25_000_000
+    h200_ms = {spec: 4 * n / (gbs * 1e9) * 1e3 for spec, gbs in RECORDED_H200.items()}
+    for gpu, recorded in (("h200", h200_ms), ("h100", RECORDED_H100_MS)):
+        dev, rows = sim.DEVICES[gpu], []
+        for spec in specs:
+            if spec in recorded:
+                shape = (1024, 1024) if spec.split("(")[0] in MATRIX else (n,)
+                model = modelled(spec, shape, dev) * 1e3
+                rows.append([spec, "x".join(map(str, shape)), f"{recorded[spec]:.3g}", f"{model:.3g}",
+                             f"{model / recorded[spec]:.2f}"])
+        table(f"2. encode + decode on an {gpu.upper()}: recorded ms against the model on sim.DEVICES[{gpu!r}]",
+              ["compressor", "shape", "measured ms", "model ms", "model / measured"], rows)
+        if rows:
+            summary([float(r[-1]) for r in rows])
 
 
 def predictions(models=("resnet50", "bert-base"), links=("tcp-1GbE", "tcp-10GbE", "tcp-25GbE", "tcp-100GbE")):
@@ -138,7 +150,7 @@ def main():
     specs = tuple(args.only) if args.only else SPECS
     model_device = sim.get_device(args.model_device or ("cpu" if args.device == "cpu" else "h100"))
     model_vs_measured(specs, args.numel, args.repeats, torch.device(args.device), model_device)
-    model_vs_h200(specs)
+    model_vs_recorded(specs)
     predictions()
 
 
