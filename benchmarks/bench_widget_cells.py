@@ -1,7 +1,7 @@
 """The chapters' widget cells executed many times, as the book's build executes them: do any stall?
 
     python benchmarks/bench_widget_cells.py                 # 25 kernels x 12 widget cells
-    python benchmarks/bench_widget_cells.py --runs 5 --timeout 20 --only 04 07
+    python benchmarks/bench_widget_cells.py --runs 5 --timeout 30 --only 04 07
     python benchmarks/bench_widget_cells.py --whole 04 --runs 6   # chapter 04 whole, cell by cell
 
 Every chapter ends with an explorer: a figure and controls (``ipywidgets``). A book build
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 from commlab.measure.bench import table
 
@@ -78,9 +78,10 @@ def whole(chapter: str) -> nbformat.NotebookNode:
     return nb
 
 
-def run_once(nb, timeout: float) -> list[tuple[str, float, bool]]:
-    """Execute the harness in a fresh kernel: (chapter, seconds, stalled) per widget cell (and per
-    code cell of a whole chapter)."""
+def run_once(nb, timeout: float) -> list[tuple[str, float, str]]:
+    """Execute the harness in a fresh kernel: (chapter, seconds, what) per widget cell (and per
+    code cell of a whole chapter), what being "" or "stalled" (the limit passed with the kernel
+    idle: the reply never came) or "slow" (interrupted at the limit while still computing)."""
     nb = nbformat.from_dict(nb)  # a fresh copy: outputs of the last run are not carried
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", interrupt_on_timeout=True,
                             allow_errors=False, resources={"metadata": {"path": str(NOTEBOOKS)}})
@@ -88,23 +89,27 @@ def run_once(nb, timeout: float) -> list[tuple[str, float, bool]]:
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
             start = time.perf_counter()
-            stalled = False
+            stalled = slow = False
             try:
                 client.execute_cell(cell, index)
             except CellTimeoutError:
                 stalled = True
-            # on a timeout nbclient interrupts the kernel and goes on without raising: the cell
-            # took the whole limit
-            stalled = stalled or time.perf_counter() - start >= 0.99 * timeout
+            except CellExecutionError as e:  # interrupted at the limit while still computing
+                if "KeyboardInterrupt" not in str(e):
+                    raise
+                slow = True
+            # at the limit nbclient interrupts the kernel; an idle kernel (the stall) raises nothing
+            stalled = stalled or (not slow and time.perf_counter() - start >= 0.99 * timeout)
             if cell.metadata.get("role") in ("widget", "cell"):
-                out.append((cell.metadata["chapter"], time.perf_counter() - start, stalled))
+                out.append((cell.metadata["chapter"], time.perf_counter() - start, "stalled" if stalled
+                            else "slow" if slow else ""))
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=25, help="kernels started; each executes every widget cell once")
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds a cell may take before it counts as stalled")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds a cell may take (an idle kernel at the limit: a stall)")
     ap.add_argument("--only", nargs="*", default=None, help="chapters to take widget cells from (e.g. 04 07)")
     ap.add_argument("--whole", default=None, help="execute this chapter's whole notebook instead (e.g. 04)")
     args = ap.parse_args()
@@ -118,22 +123,27 @@ def main():
         nb = harness(cells)
     print(", ".join(f"{p} {version(p)}" for p in PACKAGES))
     times: dict[str, list[float]] = {}
-    stalls: dict[str, int] = {}
+    counts: dict[str, dict[str, int]] = {}
     start = time.perf_counter()
     for run in range(args.runs):
-        for i, (chapter, seconds, stalled) in enumerate(run_once(nb, args.timeout)):
+        for i, (chapter, seconds, what) in enumerate(run_once(nb, args.timeout)):
             key = f"{i:02d} ch{chapter}"
             times.setdefault(key, []).append(seconds)
-            stalls[key] = stalls.get(key, 0) + stalled
+            count = counts.setdefault(key, {"stalled": 0, "slow": 0})
+            if what:
+                count[what] += 1
         done = sum(len(v) for v in times.values())
-        print(f"run {run + 1}/{args.runs}: {done} widget cells executed, {sum(stalls.values())} stalled", flush=True)
-    rows = [[k, len(v), f"{statistics.median(v):.2f}", f"{max(v):.2f}", stalls[k]] for k, v in times.items()
-            if not args.whole or stalls[k] or max(v) > 1.0]  # a whole chapter: its cells of a second or more
-    table("Widget cells: seconds per execution and stalls", ["widget cell", "executions", "median s", "longest s", "stalls"], rows)
+        print(f"run {run + 1}/{args.runs}: {done} cells executed, "
+              f"{sum(c['stalled'] for c in counts.values())} stalled", flush=True)
+    rows = [[k, len(v), f"{statistics.median(v):.2f}", f"{max(v):.2f}", counts[k]["stalled"], counts[k]["slow"]]
+            for k, v in times.items()
+            if not args.whole or counts[k]["stalled"] or max(v) > 1.0]  # a whole chapter: cells of 1 s or more
+    table("Seconds per execution, stalls (the reply never came) and slow cells (still computing at the limit)",
+          ["cell", "executions", "median s", "longest s", "stalled", "slow"], rows)
     total = sum(len(v) for v in times.values())
-    print(f"{total} executions in {time.perf_counter() - start:.0f} s, {sum(stalls.values())} stalled "
-          f"(a stall: no reply within {args.timeout:g} s)")
-
+    print(f"{total} executions in {time.perf_counter() - start:.0f} s, "
+          f"{sum(c['stalled'] for c in counts.values())} stalled, {sum(c['slow'] for c in counts.values())} slow "
+          f"(limit {args.timeout:g} s a cell)")
 
 if __name__ == "__main__":
     main()
