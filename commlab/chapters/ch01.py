@@ -63,4 +63,4 @@ def speedup_explorer(models: dict, global_batch: int = 256, link: str = "10GbE",
         profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         tflops=w.FloatLogSlider(value=flops / 1e12, base=10, min=-1, max=3, description="TFLOP/s"),
     )
-    return explorer.show(draw, controls)
+    return explorer.explore(draw, controls)

@@ -199,5 +199,5 @@ def allreduce_explorer(nbytes: float = 100e6, p: int = 64, link: str = "10GbE", 
         profile=w.Dropdown(options=list(PROFILES), value=get_link(link).name, description="network"),
         per_node=w.IntSlider(value=group_size, min=1, max=16, description="ranks/node", continuous_update=False),
     )
-    return explorer.show(draw, controls)
+    return explorer.explore(draw, controls)
 

@@ -111,5 +111,5 @@ def ps_explorer(nbytes: float = 102.4e6, link: str = "10GbE", servers: int = 8, 
         shards=w.IntSlider(value=servers, min=1, max=256, description="servers S"),
         largest=w.Dropdown(options=[2 ** k for k in range(3, 13)], value=max_workers, description="max workers"),
     )
-    return explorer.show(draw, controls)
+    return explorer.explore(draw, controls)
 

@@ -233,4 +233,4 @@ def sync_explorer(staleness: int = 2, slowdown: float = 4.0, workers: int = 8, s
         factor=w.FloatSlider(value=slowdown, min=1.0, max=10.0, step=0.5, description="slowdown",
                              continuous_update=False),
     )
-    return explorer.show(draw, controls)
+    return explorer.explore(draw, controls)

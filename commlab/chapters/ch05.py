@@ -229,4 +229,4 @@ def local_sgd_explorer(period: int = 8, alpha: float | None = 0.1, steps: int = 
         a=w.SelectionSlider(options=options, value="iid" if alpha is None else alpha, description="Dirichlet a",
                             continuous_update=False),
     )
-    return explorer.show(draw, controls)
+    return explorer.explore(draw, controls)

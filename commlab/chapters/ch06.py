@@ -197,4 +197,4 @@ def quantizer_explorer(x, quantizer: str = "qsgd", levels: int = 4, draws: int =
                             continuous_update=False),
         n=w.IntSlider(value=draws, min=2, max=100, description="draws", continuous_update=False),
     )
-    return explorer.show(draw, controls)
+    return explorer.explore(draw, controls)

@@ -230,5 +230,5 @@ def compression_explorer(x, family: str = "topk", value=0.01, name: str = "a gra
         val.description = TRADEOFF[change["new"]][0]
 
     fam.observe(switch, names="value")
-    return explorer.show(draw, dict(fam=fam, val=val))
+    return explorer.explore(draw, dict(fam=fam, val=val))
 

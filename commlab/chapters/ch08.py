@@ -287,7 +287,7 @@ def schedule_explorer(model="resnet50", network="100GbIB", gpus=32, method="mg_w
         axes[0].figure.tight_layout()
         return axes
 
-    return explorer.show(draw, dict(model=w.Dropdown(options=list(MODELS), value=model, description="model"),
+    return explorer.explore(draw, dict(model=w.Dropdown(options=list(MODELS), value=model, description="model"),
                        network=w.Dropdown(options=list(NETWORKS), value=network, description="network"),
                        gpus=w.SelectionSlider(options=[2 ** k for k in range(2, 11)], value=gpus, description="GPUs",
                                               continuous_update=False),

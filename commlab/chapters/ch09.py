@@ -287,7 +287,7 @@ def choco_explorer(topology="ring", workers=WORKERS, compressor="top 1%", gamma=
         axes[0].figure.tight_layout()
         return axes
 
-    return explorer.show(draw, dict(topology=w.Dropdown(options=list(TOPOLOGIES), value=topology, description="topology"),
+    return explorer.explore(draw, dict(topology=w.Dropdown(options=list(TOPOLOGIES), value=topology, description="topology"),
                        workers=w.SelectionSlider(options=[4, 8, 16], value=workers, description="workers",
                                                  continuous_update=False),
                        compressor=w.Dropdown(options=list(COMPRESSORS), value=compressor, description="compressor"),

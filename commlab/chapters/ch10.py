@@ -283,7 +283,7 @@ def layout_explorer(model="gpt3-175b", gpus=1024, tp=8, pp=16, zero=1, batch=153
         plt.tight_layout()
         return axes
 
-    return explorer.show(draw, dict(model=w.Dropdown(options=list(MODELS), value=model),
+    return explorer.explore(draw, dict(model=w.Dropdown(options=list(MODELS), value=model),
                        gpus=w.SelectionSlider(options=[512, 1024, 1536, 3072], value=gpus, continuous_update=False),
                        tp=w.SelectionSlider(options=[1, 2, 4, 8], value=tp, continuous_update=False),
                        pp=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64], value=pp, continuous_update=False),

@@ -275,7 +275,7 @@ def fabric_explorer(fabric="fat_tree", oversubscription=2.0, model="bert-large")
         fig.tight_layout()
         return fig
 
-    return explorer.show(draw, dict(fabric=w.Dropdown(options=["fat_tree", "bcube", "torus_2d", "gpu_cluster"], value=fabric),
+    return explorer.explore(draw, dict(fabric=w.Dropdown(options=["fat_tree", "bcube", "torus_2d", "gpu_cluster"], value=fabric),
                        oversubscription=w.SelectionSlider(options=[1.0, 2.0, 4.0, 8.0], value=oversubscription,
                                                           continuous_update=False),
                        model=w.Dropdown(options=["resnet50", "bert-base", "bert-large"], value=model)))

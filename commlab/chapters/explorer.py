@@ -1,6 +1,6 @@
 """An explorer: one figure and the controls that redraw it in place.
 
-Every chapter ends with one. :func:`show` draws the figure once for the controls' starting
+Every chapter ends with one. :func:`explore` draws the figure once for the controls' starting
 values and displays it under a display id, then displays the controls below it. A change of
 any control calls the drawing function again with every control's value and replaces that one
 output (IPython's ``update_display``); nothing else is printed. So JupyterLab shows a single
@@ -55,7 +55,7 @@ class _Message:
         return self.text
 
 
-def show(draw, controls: dict, refused=(ValueError,)):
+def explore(draw, controls: dict, refused=(ValueError,)):
     """Display ``draw(**values)`` for the controls' values, then the controls, which redraw that
     same output when changed. ``controls``: {keyword of draw: ipywidgets control}. Returns the
     box of controls (its ``children`` in the order given); its ``shown`` is what the output holds

@@ -133,7 +133,7 @@ def gpu_explorer(model="resnet50", spec="topk(0.01)+ef", gbits=10.0, device="v10
         ax.figure.tight_layout()
         return ax
 
-    return explorer.show(draw, dict(model=w.Dropdown(options=list(MODELS), value=model, description="model"),
+    return explorer.explore(draw, dict(model=w.Dropdown(options=list(MODELS), value=model, description="model"),
                        spec=w.Dropdown(options=list(SPECS), value=spec, description="compressor"),
                        gbits=w.FloatLogSlider(value=gbits, base=10, min=0, max=2, step=0.05, description="Gb/s",
                                               continuous_update=False),
