@@ -1,0 +1,70 @@
+"""The reference solutions (commlab.chapters.exercises.solutions) against the book's exercises.
+
+The exercises are found in the notebooks, not listed here: every code cell of notebooks/*.ipynb
+that calls a check ``chNN.check_...(...)`` is one. For each: a solution exists, the check accepts
+it and refuses None ("not answered"), the cell code of ``solution_source`` passes the check when
+run on its own, and it assigns the variable the notebook's cell uses."""
+import glob
+import importlib
+import json
+import pathlib
+import re
+
+import pytest
+
+from commlab.chapters.exercises.solutions import SOLUTIONS, solution_source, variable
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CALL = re.compile(r"\b(ch\d\d)\.(check_\w+)\(\s*(\w+)")
+
+
+def _exercises() -> dict:
+    """{(chapter, check): the name the cell assigns} of every exercise cell in the notebooks."""
+    found = {}
+    for path in sorted(glob.glob(str(ROOT / "notebooks" / "*.ipynb"))):
+        for cell in json.loads(pathlib.Path(path).read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code":
+                continue
+            for chapter, check, arg in CALL.findall(source):
+                if arg == "None":  # "ch09.check_choco_step(None);  # replace None by step"
+                    defined = re.findall(r"^def (\w+)\(", source, re.M)
+                    arg = defined[0] if defined else None
+                found[(chapter, check)] = arg
+    return found
+
+
+EXERCISES = _exercises()
+CASES = sorted(EXERCISES)
+IDS = [f"{c}-{k}" for c, k in CASES]
+
+
+def _check(chapter: str, check: str):
+    return getattr(importlib.import_module(f"commlab.chapters.exercises.{chapter}"), check)
+
+
+def test_the_notebooks_have_exercises_and_every_solution_has_one():
+    assert len(EXERCISES) >= 13
+    orphans = [(c, k) for c, checks in SOLUTIONS.items() for k in checks if (c, k) not in EXERCISES]
+    assert orphans == []
+
+
+@pytest.mark.parametrize("chapter,check", CASES, ids=IDS)
+def test_solution_passes_its_check(chapter, check, capsys):
+    assert check in SOLUTIONS.get(chapter, {}), f"no solution for {chapter}.{check}"
+    fn = _check(chapter, check)
+    assert fn(None) is False
+    assert "not answered" in " ".join(capsys.readouterr().out.split())
+    assert fn(SOLUTIONS[chapter][check]()) is True, capsys.readouterr().out
+    assert "correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("chapter,check", CASES, ids=IDS)
+def test_cell_code_passes_its_check(chapter, check, capsys):
+    assert check in SOLUTIONS.get(chapter, {}), f"no solution for {chapter}.{check}"
+    name = variable(chapter, check)
+    assert name == EXERCISES[(chapter, check)], "the solution assigns another variable than the notebook's cell"
+    code = solution_source(chapter, check)
+    namespace = {"__name__": "__cell__"}
+    exec(compile(code, f"<{chapter}.{check}>", "exec"), namespace)
+    assert _check(chapter, check)(namespace[name]) is True, code + capsys.readouterr().out
