@@ -67,13 +67,21 @@ def figures(msgs, kind: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def kernel():
-    jupyter_client = pytest.importorskip("jupyter_client")
+def kernel(tmp_path_factory):
+    manager = pytest.importorskip("jupyter_client.manager")
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the notebook's inline backend
-    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3", env=env)
-    yield kc
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+    # IPC sockets in a folder of its own: TCP ports picked while other kernels start can collide
+    km = manager.KernelManager(kernel_name="python3", transport="ipc",
+                               ip=str(tmp_path_factory.mktemp("kernel") / "ipc"))
+    km.start_kernel(env=env)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 def test_a_widget_cell_shows_one_figure_and_a_control_redraws_it_in_place(kernel):
