@@ -49,7 +49,7 @@ from .spec import COMPRESS_PER
 from .parallel.configs import MODELS as LARGE
 
 
-def say(text: str, width: int = 100) -> None:
+def _say(text: str, width: int = 100) -> None:
     """Print a sentence of the command's report in lines of at most ``width`` characters (a
     refusal with its valid choices runs to hundreds), continued lines indented."""
     print(textwrap.fill(text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False))
@@ -236,17 +236,17 @@ def _advise(p, a) -> int:
         # the Trainer's own specs: a row runs as Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)
         cols = ["sync", "arch", "compress", "schedule", "workers", *(["parallel"] if "parallel" in table else []),
                 "iteration_s", "penalty", "time_s"]
-        say(f"{a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations")
+        _say(f"{a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations")
         print()
         print(table[cols].head(a.top).round(4).to_string())
         first = table.iloc[0]
         print()
-        say("why the first is first: " + first["reasoning"])
+        _say("why the first is first: " + first["reasoning"])
         runs = set(table["runs"].head(a.top))
-        say("each row runs as printed: commlab.Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)"
+        _say("each row runs as printed: commlab.Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)"
             if runs == {"as printed"} else f"these rows are simulated: {'; '.join(sorted(runs))}")
         for what, why in table.attrs["left_out"].items():
-            say(f"not ranked: {what} ({why})")
+            _say(f"not ranked: {what} ({why})")
     return 0
 
 

@@ -94,6 +94,8 @@ def test_advise_prints_the_ranking_and_its_reasons(capsys):
     assert "configurations" in out and "why the first is first: compute" in out and "not ranked: ssp, asp" in out
     rows = [line for line in out.splitlines() if line[:1].isdigit()]
     assert len(rows) == 3
+    sentences = [line for line in out.splitlines() if line not in rows and not line.startswith(" " * 8)]
+    assert max(map(len, sentences)) <= 100  # the report's sentences are wrapped for a book's column
 
 
 @pytest.mark.parametrize("args,message", [
