@@ -92,6 +92,20 @@ def test_ranks_run_as_named_threads():
     assert names == ["commlab-rank0", "commlab-rank1", "commlab-rank2"]
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="threads are listed on Linux only")
+def test_launch_returns_after_every_thread_it_started_has_ended():
+    """A thread still exiting after launch may hold MKL's allocator lock, which a process forked
+    then inherits held (its first matrix product then spins): none may outlive launch."""
+    def work(comm):
+        a = torch.randn(256, 256)
+        return float((a @ a).sum()) + float(torch.randn(64, 8).mm(torch.randn(8, 64)).sum())
+
+    for _ in range(5):
+        before = set(os.listdir("/proc/self/task"))
+        launch(work, 2)
+        assert set(os.listdir("/proc/self/task")) <= before
+
+
 needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="threads are placed on Linux only")
 
 
