@@ -1,4 +1,4 @@
-"""The command line: ``python -m commlab train | simulate | advise | rules``.
+"""The command line: ``python -m commlab train | simulate | advise | rules | classroom``.
 
 * ``train``: one Trainer run (every dimension a flag), a progress bar, the History as CSV (or
   Parquet, with pyarrow installed), and a PNG of the loss against simulated time (against the
@@ -23,6 +23,9 @@
 * ``rules``: the tables of allowed combinations (:func:`commlab.rules.markdown`), drawn from what
   each synchronizer, architecture and compressor declares.
 
+* ``classroom student | grade``: the student edition of the chapters, and a gradebook of the
+  notebooks students hand in (:mod:`commlab.classroom.command`).
+
 ``--help`` lists every name each dimension offers. A bad flag or name ends with a message that
 names the valid choices and exit status 2, before anything runs.
 """
@@ -46,6 +49,7 @@ from .net.link import PROFILES
 from .history import Diverged
 from .runtime import RUNTIMES, RankError
 from .spec import COMPRESS_PER
+from .classroom import command as classroom
 from .parallel.configs import MODELS as LARGE
 
 
@@ -72,7 +76,7 @@ def _epilog(keys) -> str:
 def parser() -> argparse.ArgumentParser:
     """The argparse parser: subcommands train, simulate and advise, each epilog listing valid names."""
     top = argparse.ArgumentParser(prog="python -m commlab", description="commlab from the command line")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise,rules}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise,rules,classroom}")
     fmt = argparse.RawDescriptionHelpFormatter
 
     t = sub.add_parser("train", help="train with the Trainer and save the History", formatter_class=fmt,
@@ -122,6 +126,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("rules", help="which combinations of sync, arch, compress and schedule run",
                    description="The tables of allowed combinations, drawn from what each component declares "
                                "(commlab.rules; docs/architecture.md shows them).")
+    classroom.add(sub, fmt)
     return top
 
 
@@ -281,7 +286,8 @@ def main(argv=None) -> int:
     p = parser()
     a = p.parse_args(argv)
     sub = p._subparsers._group_actions[0].choices[a.command]
-    return {"train": _train, "simulate": _simulate, "advise": _advise, "rules": _rules}[a.command](sub, a)
+    return {"train": _train, "simulate": _simulate, "advise": _advise, "rules": _rules,
+            "classroom": classroom.run}[a.command](sub, a)
 
 
 def _rules(p, a) -> int:
