@@ -1,6 +1,13 @@
 """commlab.classroom.edition: the student edition of every chapter keeps every exercise of the
-book and changes nothing else (cells, sources, metadata but otter's), holds no reference
-solution, and its autograder has one hidden test per exercise, calling the exercise's check."""
+book and changes nothing else (cells, sources, metadata but otter's), its exercise cells run with
+the answers empty and their checks say "not answered", it holds no reference solution, and its
+autograder has one hidden test per exercise, calling the exercise's check.
+
+Executing a whole student edition: its code cells are the book's, in the book's order (the test
+below), so nbval's run of notebooks/ executes them and compares their checked outputs; the
+grading test (tests/test_grade.py) executes chapter 01's student edition, untouched, in otter."""
+import contextlib
+import io
 import json
 import zipfile
 
@@ -45,6 +52,18 @@ def test_student_edition_keeps_every_exercise_and_changes_nothing_else(edition, 
             assert extra == {"otter": {"tests": [by_cell[i].name]}, "tags": ["otter_answer_cell"]}
         else:
             assert extra == {} and set(a.metadata) == set(b.metadata), f"cell {i}'s metadata changed"
+
+
+@pytest.mark.parametrize("book", BOOK_NOTEBOOKS, ids=lambda p: p.stem)
+def test_exercise_cells_run_with_the_answers_empty_and_say_not_answered(edition, book):
+    root, _ = edition
+    nb = nbformat.read(root / "student" / book.name, as_version=4)
+    namespace = {"__name__": "__main__"}
+    for ex in exercises(nb):  # in order, in one namespace, as the notebook runs them
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):
+            exec(compile(nb.cells[ex.cell].source, f"<{ex.name}>", "exec"), namespace)
+        assert "not answered" in " ".join(said.getvalue().split()), f"{ex.name}: {said.getvalue()!r}"
 
 
 @pytest.mark.parametrize("book", BOOK_NOTEBOOKS, ids=lambda p: p.stem)

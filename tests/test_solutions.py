@@ -1,36 +1,31 @@
 """The reference solutions (commlab.chapters.exercises.solutions) against the book's exercises.
 
 The exercises are found in the notebooks, not listed here: every code cell of notebooks/*.ipynb
-that calls a check ``chNN.check_...(...)`` is one. For each: a solution exists, the check accepts
-it and refuses None ("not answered"), the cell code of ``solution_source`` passes the check when
-run on its own, and it assigns the variable the notebook's cell uses."""
-import glob
+that calls a check ``chNN.check_...(...)`` is one (commlab.classroom.edition.exercises). For each:
+a solution exists, the check accepts it and refuses None ("not answered"), the cell code of
+``solution_source`` passes the check when run on its own, and it assigns the variable the
+notebook's cell passes to the check."""
 import importlib
-import json
-import pathlib
 import re
 
+import nbformat
 import pytest
 
 from commlab.chapters.exercises.solutions import SOLUTIONS, solution_source, variable
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-CALL = re.compile(r"\b(ch\d\d)\.(check_\w+)\(\s*(\w+)")
+from commlab.classroom.edition import chapters, exercises
 
 
 def _exercises() -> dict:
-    """{(chapter, check): the name the cell assigns} of every exercise cell in the notebooks."""
+    """{(chapter, check): the name the cell passes to its check} of every exercise cell."""
     found = {}
-    for path in sorted(glob.glob(str(ROOT / "notebooks" / "*.ipynb"))):
-        for cell in json.loads(pathlib.Path(path).read_text())["cells"]:
-            source = "".join(cell["source"])
-            if cell["cell_type"] != "code":
-                continue
-            for chapter, check, arg in CALL.findall(source):
-                if arg == "None":  # "ch09.check_choco_step(None);  # replace None by step"
-                    defined = re.findall(r"^def (\w+)\(", source, re.M)
-                    arg = defined[0] if defined else None
-                found[(chapter, check)] = arg
+    for path in chapters():
+        nb = nbformat.read(path, as_version=4)
+        for ex in exercises(nb):
+            arg = ex.argument
+            if arg == "None":  # "ch09.check_choco_step(None);  # replace None by step"
+                defined = re.findall(r"^def (\w+)\(", nb.cells[ex.cell].source, re.M)
+                arg = defined[0] if defined else None
+            found[(ex.chapter, ex.check)] = arg
     return found
 
 
