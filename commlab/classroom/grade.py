@@ -39,6 +39,7 @@ import pandas as pd
 from .edition import assign, chapters, exercises
 
 COLUMNS = ["student", "chapter", "exercise", "points", "message"]
+NOT_SUBMITTED = "not submitted"
 
 
 def _chapter_of(path: Path, known: dict) -> str | None:
@@ -103,7 +104,7 @@ def _run_otter(notebook: Path, autograder: Path, limit: float) -> dict | str:
 def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60,
           notebook_limit: float = 900, jobs: int = 1) -> pd.DataFrame:
     """The gradebook of ``folder`` (one folder per student) as a DataFrame of :data:`COLUMNS`."""
-    folder = Path(folder)
+    folder = Path(folder).resolve()  # otter runs in a folder of its own
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of student folders")
     for name, value in (("exercise_limit", exercise_limit), ("notebook_limit", notebook_limit), ("jobs", jobs)):
@@ -127,7 +128,7 @@ def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60,
     rows = []
     for student in handed:
         for c in graded:
-            got = results.get((student, c), "not submitted")
+            got = results.get((student, c), NOT_SUBMITTED)
             for ex in exercises(nbformat.read(known[c], as_version=4)):
                 points, message = (0.0, got) if isinstance(got, str) else got.get(ex.name, (0.0, "not graded"))
                 rows.append((student, c, ex.name, points, message))
@@ -135,11 +136,14 @@ def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60,
 
 
 def summary(gradebook: pd.DataFrame) -> pd.DataFrame:
-    """Per exercise: how many students solved it, of how many, and the most common message of
-    those who did not (with how many got it)."""
+    """Per exercise: how many students solved it, how many handed it in, of how many, and the
+    most common message of those who handed it in and did not solve it (with how many got it;
+    a tie goes to the first student in the gradebook's order)."""
     rows = []
     for (chapter, exercise), g in gradebook.groupby(["chapter", "exercise"], sort=False):
-        failing = Counter(g.loc[g.points < 1, "message"])
+        handed = g[g.message != NOT_SUBMITTED]
+        failing = Counter(handed.loc[handed.points < 1, "message"])
         common, count = failing.most_common(1)[0] if failing else ("", 0)
-        rows.append((chapter, exercise, int((g.points >= 1).sum()), len(g), common, count))
-    return pd.DataFrame(rows, columns=["chapter", "exercise", "solved", "students", "most common failure", "of"])
+        rows.append((chapter, exercise, int((g.points >= 1).sum()), len(handed), len(g), common, count))
+    return pd.DataFrame(rows, columns=["chapter", "exercise", "solved", "handed in", "students",
+                                       "most common failure", "of"])

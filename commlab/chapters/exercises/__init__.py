@@ -31,7 +31,8 @@ def check_number(name: str, answer, expected: float, rel: float = 0.02, hint: st
     if math.isclose(value, expected, rel_tol=rel, abs_tol=1e-12):
         print(f"{name}: correct ({value:.4g}).")
         return True
-    say(f"{name}: not yet: {value:.4g} is not within {rel:.0%} of the expected value. {hint}")
+    near = f"within {rel * 100:.2g}% of the expected value" if rel >= 1e-4 else "the expected value"  # exact counts
+    say(f"{name}: not yet: {value:.4g} is not {near}. {hint}")
     return False
 
 
