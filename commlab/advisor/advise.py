@@ -66,7 +66,8 @@ from ..parallel import planner
 from ..parallel.configs import MODELS as LARGE
 from ..schedule.profile import Profile
 from ..sim import Cluster, iteration
-from ..sim.devices import BUILTINS, builtin, get_device
+from ..sim.devices import BUILTINS, get_device
+from ..sim.profile_file import resolve
 from .horizon import for_ranking
 from .penalties import CAP
 from .runnable import SPECS, refusal
@@ -247,11 +248,13 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
     left_out = {"ssp, asp": "asynchronous: steps are single updates, not rounds; no stragglers in the simulator"}
     if isinstance(model, str) and model in LARGE:
         rows = _large(model, cluster, target, batch, memory_gb)
-    elif isinstance(model, Profile) or model in BUILTINS:
-        profile = model if isinstance(model, Profile) else builtin(model)
-        rows = _data_parallel(profile, cluster, target, left_out)
     else:
-        raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])} or a Profile")
+        try:
+            profile = resolve(model)
+        except ValueError:
+            raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])}, "
+                             "a profile file (.json) or a Profile") from None
+        rows = _data_parallel(profile, cluster, target, left_out)
     table = pd.DataFrame(rows)
     for name in SPECS:  # None stays None, as the Trainer takes it (pandas 3 stores a missing string as NaN)
         table[name] = pd.Series([row[name] for row in rows], dtype=object)

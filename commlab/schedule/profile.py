@@ -49,7 +49,9 @@ class Profile:
     itemsize: bytes per gradient element (pieces are cut on element boundaries);
     shapes: each layer's gradient tensors' shapes (what a compressor that works tensor by tensor
     sees; empty: each layer one flat tensor, :meth:`tensor_shapes`); device: what the step was
-    timed on (a simulator's device, or None), which a simulator times compression arithmetic on."""
+    timed on (a simulator's device, or None), which a simulator times compression arithmetic on;
+    about: where the numbers come from (for a measured profile: the device, torch, the input and
+    how it was timed; :mod:`commlab.sim.measured`), carried along and saved with the profile."""
 
     forward_s: tuple
     backward_s: tuple
@@ -60,6 +62,7 @@ class Profile:
     itemsize: int = 4
     shapes: tuple = ()
     device: object = field(default=None, compare=False)
+    about: Mapping = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         n = len(self.grad_bytes)

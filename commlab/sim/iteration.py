@@ -58,10 +58,11 @@ from ..schedule.profile import Profile
 from ..arch.algorithms import names
 from . import closed_forms, compression, programs
 from .cluster import Cluster
-from .devices import builtin, get_device
+from .devices import get_device
 from .fabric import Fabric
 from .frameworks import framework
 from .on_fabric import OnFabric
+from .profile_file import resolve
 
 METHODS = {  # method: (arch, schedule, framework)
     "bsp_ps": ("byteps", None, "byteps"), "bsp_a2a": ("allreduce", None, "horovod"),
@@ -167,10 +168,7 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     compressor spec ("fp16", "topk(0.01)+ef", "powersgd(rank=4)", ...) or None; device: the device
     that times the compression arithmetic (default: the profile's, :func:`commlab.sim.profile`)."""
     began = _time.perf_counter()
-    if isinstance(profile, str):
-        profile = builtin(profile)
-    if not isinstance(profile, Profile):
-        raise ValueError(f"profile must be a Profile or a built-in name, got {profile!r}")
+    profile = resolve(profile)
     if isinstance(cluster, Fabric):
         cluster = OnFabric(cluster)
     if not isinstance(cluster, (Cluster, OnFabric)):
