@@ -50,6 +50,7 @@ from .history import Diverged
 from .runtime import RUNTIMES, RankError
 from .spec import COMPRESS_PER
 from .classroom import command as classroom
+from . import own_model
 from .parallel.configs import MODELS as LARGE
 
 
@@ -76,13 +77,13 @@ def _epilog(keys) -> str:
 def parser() -> argparse.ArgumentParser:
     """The argparse parser: subcommands train, simulate and advise, each epilog listing valid names."""
     top = argparse.ArgumentParser(prog="python -m commlab", description="commlab from the command line")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise,rules,classroom}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{train,simulate,advise,profile,rules,classroom}")
     fmt = argparse.RawDescriptionHelpFormatter
 
     t = sub.add_parser("train", help="train with the Trainer and save the History", formatter_class=fmt,
                        epilog=_epilog(("model", "data", "sync", "arch", "compress", "schedule", "net", "runtime")))
-    t.add_argument("--model", default="mlp")
-    t.add_argument("--data", default="digits")
+    t.add_argument("--model", default="mlp", help="a model name, or pkg.module:builder (your own)")
+    t.add_argument("--data", default="digits", help="a data set name, or pkg.module:loader (your own)")
     t.add_argument("--workers", type=int, default=4)
     t.add_argument("--sync", default="bsp", help='e.g. bsp, "ssp(staleness=2)", "local_sgd(period=4)", dpsgd')
     t.add_argument("--arch", default="native", help='e.g. ring, "ps(shards=2)", "gossip(topology=\'ring\')"')
@@ -126,8 +127,23 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("rules", help="which combinations of sync, arch, compress and schedule run",
                    description="The tables of allowed combinations, drawn from what each component declares "
                                "(commlab.rules; docs/architecture.md shows them).")
+    for parser_ in (s, v):
+        parser_.add_argument("--profile", default=None, help="a profile file (python -m commlab profile) "
+                                                              "instead of --model")
+    own_model.add_parser(sub, fmt)
     classroom.add(sub, fmt)
     return top
+
+
+def _profile_or_name(p, a, names):
+    """--profile's file read as a Profile, else --model checked against ``names``."""
+    if a.profile is None:
+        _check_name(p, "--model", a.model, names)
+        return a.model
+    try:
+        return sim.load_profile(a.profile)
+    except (ValueError, FileNotFoundError) as e:
+        p.error(f"--profile: {e}")
 
 
 def _check_name(p, flag, value, valid):
@@ -138,8 +154,16 @@ def _check_name(p, flag, value, valid):
 def _train(p, a) -> int:
     from .train import Trainer
 
-    _check_name(p, "--model", a.model, list(models_pkg.MODELS))
-    _check_name(p, "--data", a.data, list(data_pkg.LOADERS))
+    model, data = a.model, a.data
+    try:  # your own model and data, named pkg.module:name
+        model = own_model.builder(a.model) if ":" in a.model else model
+        data = own_model.loader(a.data, a.seed) if ":" in a.data else data
+    except ValueError as e:
+        p.error(str(e))
+    if model is a.model:
+        _check_name(p, "--model", a.model, list(models_pkg.MODELS))
+    if data is a.data:
+        _check_name(p, "--data", a.data, list(data_pkg.LOADERS))
     out, ext = a.out, os.path.splitext(a.out)[1].lower()
     png = a.plot or os.path.splitext(out)[0] + ".png"
     try:  # every output can be written, before any work starts
@@ -157,7 +181,7 @@ def _train(p, a) -> int:
     if a.steps < 1:
         p.error(f"--steps {a.steps} must be >= 1")
     try:
-        trainer = Trainer(a.model, a.data, workers=a.workers, sync=a.sync, arch=a.arch, compress=a.compress,
+        trainer = Trainer(model, data, workers=a.workers, sync=a.sync, arch=a.arch, compress=a.compress,
                           compress_per=a.compress_per, schedule=a.schedule, net=a.net, runtime=a.runtime,
                           seed=a.seed, batch_size=a.batch_size, lr=a.lr, momentum=a.momentum,
                           eval_every=a.eval_every, progress=not a.no_progress)
@@ -227,12 +251,12 @@ def _cluster(p, a):
 def _advise(p, a) -> int:
     from .advisor import advise
 
-    _check_name(p, "--model", a.model, [*sim.BUILTINS, *LARGE])
+    model = _profile_or_name(p, a, [*sim.BUILTINS, *LARGE])
     if a.top < 1:
         p.error(f"--top {a.top} must be >= 1 (rows to print)")
     cluster, _ = _cluster(p, a)
     try:
-        table = advise(a.model, cluster, target=a.target, budget=a.budget, batch=a.batch)
+        table = advise(model, cluster, target=a.target, budget=a.budget, batch=a.batch)
     except ValueError as e:
         p.error(str(e))
     import pandas as pd
@@ -241,7 +265,7 @@ def _advise(p, a) -> int:
         # the Trainer's own specs: a row runs as Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)
         cols = ["sync", "arch", "compress", "schedule", "workers", *(["parallel"] if "parallel" in table else []),
                 "iteration_s", "penalty", "time_s"]
-        _say(f"{a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations")
+        _say(f"{a.profile or a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations")
         print()
         print(table[cols].head(a.top).round(4).to_string())
         first = table.iloc[0]
@@ -252,16 +276,19 @@ def _advise(p, a) -> int:
             if runs == {"as printed"} else f"these rows are simulated: {'; '.join(sorted(runs))}")
         for what, why in table.attrs["left_out"].items():
             _say(f"not ranked: {what} ({why})")
+        if a.profile:
+            for line in own_model.provenance(model, a.profile, first):
+                _say(line)
     return 0
 
 
 def _simulate(p, a) -> int:
-    _check_name(p, "--model", a.model, list(sim.BUILTINS))
+    model = _profile_or_name(p, a, list(sim.BUILTINS))
     cluster, g = _cluster(p, a)
-    it = sim.iteration(a.model, cluster, method=a.method)
+    it = sim.iteration(model, cluster, method=a.method)
     timeline = it.timeline
     comm = timeline[timeline.stream == "comm"]
-    print(f"{a.model} on {cluster}, {a.method}:")
+    print(f"{a.profile or a.model} on {cluster}, {a.method}:")
     print(f"  {it.time * 1e3:.4g} ms per iteration; compute {it.single * 1e3:.4g} ms; {len(comm)} messages, "
           f"{comm.bytes.sum() / 1e6:.4g} MB; communication ends {comm.end.max() * 1e3:.4g} ms after backward starts")
     print(f"  speedup {it.speedup:.3g} over one GPU ({it.speedup / a.gpus:.0%} of linear), "
@@ -273,7 +300,7 @@ def _simulate(p, a) -> int:
             continue
         gn = min(g, n)
         c = sim.Cluster(n // gn, gn, intra=a.intra, inter=a.net)
-        rows.append((n, {m: sim.iteration(a.model, c, method=m).speedup for m in sim.METHODS}))
+        rows.append((n, {m: sim.iteration(model, c, method=m).speedup for m in sim.METHODS}))
     width = max(len(m) for m in sim.METHODS)
     print("\nspeedup over one GPU\n" + "GPUs".rjust(5) + "".join(m.rjust(width + 1) for m in sim.METHODS))
     for n, sp in rows:
@@ -287,7 +314,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     sub = p._subparsers._group_actions[0].choices[a.command]
     return {"train": _train, "simulate": _simulate, "advise": _advise, "rules": _rules,
-            "classroom": classroom.run}[a.command](sub, a)
+            "profile": own_model.run, "classroom": classroom.run}[a.command](sub, a)
 
 
 def _rules(p, a) -> int:

@@ -11,6 +11,9 @@ function of its ``seed``:
 * ``"tokens"`` -- a sequence task for the tiny transformer: which "marker" token is
   the most frequent.
 
+Your own data: :func:`from_tensors` (samples and labels) and :func:`from_torch` (a
+``torch.utils.data.Dataset``) make a :class:`Dataset` the Trainer takes.
+
 Non-IID shards are per-class Dirichlet splits, as in Yurochkin et al., "Bayesian Nonparametric
 Federated Learning of Neural Networks" (ICML 2019): each class is divided among workers in
 proportions drawn from Dir(alpha). (Hsu, Qi and Brown, "Measuring the Effects of Non-Identical Data
@@ -152,6 +155,34 @@ def load(name: str, seed: int = 0, **kw) -> Dataset:
     if name not in LOADERS:
         raise ValueError(f"unknown data set {name!r}; valid names: {', '.join(LOADERS)}")
     return LOADERS[name](seed, **kw)
+
+
+def from_tensors(x, y, name: str = "tensors", test_fraction: float = 0.2, seed: int = 0) -> Dataset:
+    """Your own data as a :class:`Dataset`: samples ``x`` (floats, or integer token ids) and class
+    labels ``y`` (integers 0..C-1), split into train and test at random by ``seed``. The number
+    of classes is max(y) + 1; a token vocabulary, max(x) + 1."""
+    x, y = torch.as_tensor(x), torch.as_tensor(y)
+    if x.ndim < 2 or y.ndim != 1 or len(x) != len(y) or len(y) < 2:
+        raise ValueError(f"{name}: x must be (samples, ...) and y (samples,) with the same samples, at least 2; "
+                         f"got x {tuple(x.shape)} and y {tuple(y.shape)}")
+    if y.is_floating_point() or y.min() < 0:
+        raise ValueError(f"{name}: y must hold class labels, integers >= 0; got {y.dtype}, min {y.min().item()}")
+    tokens = not x.is_floating_point()
+    x = x.long() if tokens else x.float()
+    xtr, ytr, xte, yte = _split(x, y.long(), test_fraction, seed)
+    return Dataset(name, xtr, ytr, xte, yte, int(y.max()) + 1, tuple(x.shape[1:]),
+                   int(x.max()) + 1 if tokens else None)
+
+
+def from_torch(dataset, name: str = "dataset", test_fraction: float = 0.2, seed: int = 0) -> Dataset:
+    """A ``torch.utils.data.Dataset`` of (sample, label) pairs, read whole into memory, as a
+    :class:`Dataset` (:func:`from_tensors`)."""
+    if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+        raise ValueError(f"{name}: expected a torch.utils.data.Dataset of (sample, label) pairs, got "
+                         f"{type(dataset).__name__}")
+    pairs = [dataset[i] for i in range(len(dataset))]
+    return from_tensors(torch.stack([torch.as_tensor(p[0]) for p in pairs]),
+                        torch.tensor([int(p[1]) for p in pairs]), name, test_fraction, seed)
 
 
 # ----------------------------------------------------------------------------- shards

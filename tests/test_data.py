@@ -150,3 +150,39 @@ def test_batches_drop_last_and_errors():
         data.batches(x, y, torch.arange(7), 0)
     with pytest.raises(ValueError, match="empty"):
         data.batches(x, y, torch.arange(0), 3)
+
+
+def test_from_tensors_makes_a_dataset_of_your_own_samples():
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(50, 3, 4, generator=g), torch.arange(50) % 3
+    d = data.from_tensors(x, y, name="mine", seed=1)
+    assert (d.name, d.num_classes, d.input_shape, d.vocab_size) == ("mine", 3, (3, 4), None)
+    assert len(d.x_train) == 40 and len(d.x_test) == 10
+    together = torch.cat([d.x_train, d.x_test])
+    assert sorted(together.sum(dim=(1, 2)).tolist()) == sorted(x.sum(dim=(1, 2)).tolist())  # a split, nothing lost
+    assert torch.equal(data.from_tensors(x, y, seed=1).x_train, d.x_train)
+    tokens = data.from_tensors(torch.randint(0, 7, (20, 5), generator=g), torch.arange(20) % 2)
+    assert tokens.vocab_size == int(torch.cat([tokens.x_train, tokens.x_test]).max()) + 1
+    assert tokens.x_train.dtype == torch.long
+
+
+def test_from_torch_reads_a_torch_dataset_whole():
+    from torch.utils.data import TensorDataset
+
+    x, y = torch.randn(30, 6), torch.arange(30) % 5
+    d = data.from_torch(TensorDataset(x, y), seed=2)
+    e = data.from_tensors(x, y, seed=2)
+    assert torch.equal(d.x_train, e.x_train) and torch.equal(d.y_test, e.y_test) and d.num_classes == 5
+
+
+@pytest.mark.parametrize("x, y, message", [
+    (torch.randn(10), torch.zeros(10, dtype=torch.long), "x must be"),
+    (torch.randn(10, 2), torch.zeros(9, dtype=torch.long), "the same samples"),
+    (torch.randn(10, 2), torch.rand(10), "class labels"),
+    (torch.randn(10, 2), -torch.ones(10, dtype=torch.long), "class labels"),
+])
+def test_from_tensors_refuses_what_is_not_samples_and_labels(x, y, message):
+    with pytest.raises(ValueError, match=message):
+        data.from_tensors(x, y)
+    with pytest.raises(ValueError, match="expected a torch.utils.data.Dataset"):
+        data.from_torch(42)

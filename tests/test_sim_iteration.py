@@ -175,7 +175,7 @@ def test_bad_values(kwargs, match):
 def test_bad_profile_and_cluster():
     with pytest.raises(ValueError, match="'vgg16'"):
         sim.iteration("vgg16", Cluster.flat(4))
-    with pytest.raises(ValueError, match="profile must be a Profile"):
+    with pytest.raises(ValueError, match="unknown model 3; valid: resnet50, .* a profile file"):
         sim.iteration(3, Cluster.flat(4))
     with pytest.raises(ValueError, match="cluster must be a sim.Cluster"):
         sim.iteration(random_profile(), 8)

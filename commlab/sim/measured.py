@@ -195,3 +195,27 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
             whole.append(t[end] - t[start])
     model.zero_grad(set_to_none=True)
     return ([statistics.median(v) for v in fwd], [statistics.median(v) for v in bwd], statistics.median(whole))
+
+
+def versus_flops(profile: Profile, flops: float | None = None):
+    """Each layer's share of a measured step beside its share of the FLOPs (the model
+    :func:`commlab.sim.profile` makes: backward twice forward, so a layer's share of the step is
+    its share of the forward FLOPs), and the step the FLOP count predicts at ``flops`` FLOP/s
+    (default: the profile's simulator device). A DataFrame by layer; ``attrs`` holds the totals."""
+    import pandas as pd
+
+    counted = profile.about.get("flops")
+    if not counted or len(counted) != profile.layers:
+        raise ValueError("versus_flops needs a measured profile (commlab.sim.measure): its about has each layer's FLOPs")
+    rate = flops or (profile.device.flops if profile.device is not None else None)
+    step = [f + b for f, b in zip(profile.forward_s, profile.backward_s)]
+    total, work = sum(step), sum(counted)
+    table = pd.DataFrame({"layer": profile.names, "forward_ms": [f * 1e3 for f in profile.forward_s],
+                          "backward_ms": [b * 1e3 for b in profile.backward_s],
+                          "measured_share": [s / total for s in step],
+                          "flops_share": [f / work for f in counted],
+                          "grad_MB": [b / 1e6 for b in profile.grad_bytes]})
+    table["measured/flops"] = table["measured_share"] / table["flops_share"].where(table["flops_share"] > 0)
+    table.attrs.update(measured_s=total, step_s=profile.about.get("step_s"),
+                       flops_s=3 * work / rate if rate else None, flops_rate=rate)
+    return table
