@@ -121,7 +121,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     sim_device = DEVICES["cpu"] if not cuda else next(
         (DEVICES[d] for key, d in _GPU_NAMES if key in gpu), None)
     about = {"measured": "CUDA events per layer" if cuda else "perf_counter per layer",
-             "device": gpu or f"cpu ({torch.get_num_threads()} threads)", "torch": torch.__version__,
+             "device": gpu or f"cpu ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''})", "torch": torch.__version__,
              "batch": int(batch), "input": _shape(x), "model": type(model).__name__,
              "steps": steps, "warmup": warmup, "step_s": whole,
              "flops": [float(f) for f in flops]}
