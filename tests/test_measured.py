@@ -91,6 +91,7 @@ class Twice(nn.Module):
     (_mlp(), torch.randn(4, 7), r"failed on an input of shape \(4, 7\): RuntimeError: mat1 and mat2"),
     (Twice(), torch.randn(4, 8), "layer 'layer' runs 2 times in one forward pass"),
     (_mlp(), torch.randn(4, 128), "steps=0 must be an integer >= 1"),
+    (nn.Linear(4, 2, device="meta"), torch.zeros(3, 4, device="meta"), "the model is on the meta device"),
 ])
 def test_a_model_that_cannot_be_profiled_is_told_why(model, x, message):
     kwargs = {"steps": 0} if "steps" in message else {}

@@ -101,6 +101,9 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
         if not (isinstance(value, int) and value >= (0 if name == "warmup" else 1)):
             raise ValueError(f"measure: {name}={value!r} must be an integer >= {0 if name == 'warmup' else 1}")
     device = torch.device(device) if device is not None else params[0].device
+    if device.type == "meta":
+        raise ValueError("measure: the model is on the meta device (shapes, no data): nothing runs there to "
+                         "time; build it on a real one, or give device='cpu' or 'cuda'")
     model.to(device)
     x = _move(example_input, device)
     loss = loss or _default_loss
