@@ -19,9 +19,10 @@ a model of the step. :func:`measure` times the step itself, the way Daydream (Zh
 * **Clock**: ``time.perf_counter`` on a CPU; on a GPU, CUDA events recorded on the current
   stream at each stamp, read after one synchronization per step (a host clock would time the
   kernel launches, not the kernels).
-* Each number is the **median** over ``steps`` steps after ``warmup`` steps. The same number of
-  steps without hooks gives the whole step's median, ``about["step_s"]``; the per-layer times add
-  up to it within the hooks' overhead (the test holds them within 20% on two models on this CPU).
+* Each number is the **median** over ``steps`` steps after ``warmup`` steps. Each hooked step is
+  followed by the same step without hooks, whose median is ``about["step_s"]`` (interleaved, so
+  that both see the same machine); the per-layer times add up to it within the hooks' overhead
+  (the test holds them within 25% on two models on this CPU, one thread).
 
 Cost: warmup + 2 steps forward and backward of the model, and one forward pass to find the layers.
 """
@@ -134,7 +135,8 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
 
 
 def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, steps):
-    """(per-layer forward medians, per-layer backward medians, the unhooked step's median)."""
+    """(per-layer forward medians, per-layer backward medians, the unhooked step's median). Each
+    round runs one step with the hooks and one without, so both see the same machine."""
     modules = dict(model.named_modules())
     L = len(names)
     state = {}
@@ -150,12 +152,12 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
             state["grads"][l].append(state["clock"].stamp())
         return hook
 
-    handles = [modules[n].register_forward_hook(forward_hook(l)) for l, n in enumerate(names)]
-    handles += [params[i].register_post_accumulate_grad_hook(grad_hook(l))
-                for l, ps in enumerate(positions) for i in ps]
-    fwd, bwd = [[] for _ in range(L)], [[] for _ in range(L)]
+    fwd, bwd, whole, handles = [[] for _ in range(L)], [[] for _ in range(L)], [], []
     try:
         for step in range(warmup + steps):
+            handles = [modules[n].register_forward_hook(forward_hook(l)) for l, n in enumerate(names)]
+            handles += [params[i].register_post_accumulate_grad_hook(grad_hook(l))
+                        for l, ps in enumerate(positions) for i in ps]
             model.zero_grad(set_to_none=True)
             clock = _Clock(cuda)
             state.update(clock=clock, calls=[0] * L, forward=[None] * L, grads=[[] for _ in range(L)])
@@ -164,14 +166,22 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
             forward_end = clock.stamp()
             out.backward()
             backward_end = clock.stamp()
+            for h in handles:
+                h.remove()
             twice = [names[l] for l in range(L) if state["calls"][l] > 1]
             if twice:
                 raise ValueError(f"measure: layer {twice[0]!r} runs {state['calls'][names.index(twice[0])]} times in "
                                  "one forward pass (a module used twice); a profile times each layer once: give "
                                  "each use its own module")
             t = clock.seconds()
+            model.zero_grad(set_to_none=True)  # the same step without hooks: what the layers should add up to
+            plain = _Clock(cuda)
+            begin = plain.stamp()
+            loss(call()).backward()
+            end = plain.stamp()
             if step < warmup:
                 continue
+            whole.append(plain.seconds()[end] - plain.seconds()[begin])
             marks = [t[start]] + [t[state["forward"][l]] for l in range(L)]
             for l in range(L):
                 fwd[l].append(marks[l + 1] - marks[l] + (t[forward_end] - marks[L] if l == L - 1 else 0.0))
@@ -186,17 +196,6 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
         for h in handles:
             h.remove()
         model.zero_grad(set_to_none=True)
-    whole = []
-    for step in range(warmup + steps):  # the same step, no hooks: what the layers should add up to
-        model.zero_grad(set_to_none=True)
-        clock = _Clock(cuda)
-        start = clock.stamp()
-        loss(call()).backward()
-        end = clock.stamp()
-        if step >= warmup:
-            t = clock.seconds()
-            whole.append(t[end] - t[start])
-    model.zero_grad(set_to_none=True)
     return ([statistics.median(v) for v in fwd], [statistics.median(v) for v in bwd], statistics.median(whole))
 
 
