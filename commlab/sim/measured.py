@@ -16,13 +16,16 @@ a model of the step. :func:`measure` times the step itself, the way Daydream (Zh
   made monotone (a layer can only be ready when every later one is); what autograd does after
   layer 0 is ready counts toward layer 0. So ``ready(l) = sum_{k >= l} t_b(k)`` holds as the
   simulator reads it.
-* **Clock**: ``time.perf_counter`` on a CPU; on a GPU, CUDA events recorded on the current
-  stream at each stamp, read after one synchronization per step (a host clock would time the
-  kernel launches, not the kernels).
+* **Clock**: on a GPU, CUDA events recorded on the current stream at each stamp, read after one
+  synchronization per step (a host clock would time the kernel launches, not the kernels). On a
+  CPU with one math thread, the thread's CPU time (``time.thread_time``): other processes do not
+  lengthen it, where the wall clock of a step on a busy 2-core machine swung by 2x; with several
+  math threads, the wall clock (``time.perf_counter``), and the machine should be quiet.
 * Each number is the **median** over ``steps`` steps after ``warmup`` steps. Each hooked step is
   followed by the same step without hooks, whose median is ``about["step_s"]`` (interleaved, so
   that both see the same machine); the per-layer times add up to it within the hooks' overhead
-  (the test holds them within 25% on two models on this CPU, one thread).
+  (the test holds them within 25% on two models on this CPU, one thread; measured beside two busy
+  processes on 2 cores: 0.89 to 1.06).
 
 Cost: warmup + 2 steps forward and backward of the model, and one forward pass to find the layers.
 """
@@ -65,10 +68,14 @@ def _shape(x) -> str:
 
 
 class _Clock:
-    """Stamps on the host clock, or CUDA events on the current stream, read as seconds."""
+    """Stamps read as seconds: CUDA events on the current stream; on a CPU with one math thread,
+    the thread's own CPU time (other processes on the machine do not lengthen it); with several,
+    wall time (the other threads' work is not this thread's CPU time)."""
 
     def __init__(self, cuda: bool):
         self.cuda, self.marks = cuda, []
+        self.read = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+        self.kind = "CUDA events" if cuda else "thread CPU time" if self.read is time.thread_time else "wall time"
 
     def stamp(self):
         if self.cuda:
@@ -76,7 +83,7 @@ class _Clock:
             event.record()
             self.marks.append(event)
         else:
-            self.marks.append(time.perf_counter())
+            self.marks.append(self.read())
         return len(self.marks) - 1
 
     def seconds(self) -> list[float]:
@@ -124,7 +131,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     gpu = torch.cuda.get_device_name(device) if cuda else None
     sim_device = DEVICES["cpu"] if not cuda else next(
         (DEVICES[d] for key, d in _GPU_NAMES if key in gpu), None)
-    about = {"measured": "CUDA events per layer" if cuda else "perf_counter per layer",
+    about = {"measured": f"{_Clock(cuda).kind} per layer",
              "device": gpu or f"cpu ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''})", "torch": torch.__version__,
              "batch": int(batch), "input": _shape(x), "model": type(model).__name__,
              "steps": steps, "warmup": warmup, "step_s": whole,
