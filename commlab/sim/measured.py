@@ -100,18 +100,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     device: where to run it ("cpu", "cuda", a torch.device; default: where the model's parameters
     are); model and input are moved there. loss: output -> scalar tensor (default: the output's
     mean). The profile's ``about`` says what was measured, on what, with which torch."""
-    if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"measure: model must be an nn.Module, got {type(model).__name__}")
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
-        raise ValueError("measure: the model has no trainable parameters: no gradient to time or to send")
-    for name, value in (("warmup", warmup), ("steps", steps)):
-        if not (isinstance(value, int) and value >= (0 if name == "warmup" else 1)):
-            raise ValueError(f"measure: {name}={value!r} must be an integer >= {0 if name == 'warmup' else 1}")
-    device = torch.device(device) if device is not None else params[0].device
-    if device.type == "meta":
-        raise ValueError("measure: the model is on the meta device (shapes, no data): nothing runs there to "
-                         "time; build it on a real one, or give device='cpu' or 'cuda'")
+    params, device = _check(model, device, warmup, steps)
     model.to(device)
     x = _move(example_input, device)
     loss = loss or _default_loss
@@ -122,23 +111,47 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     except ValueError:
         raise
     except Exception as e:  # noqa: BLE001 - the step's own error, named with the input it got
-        raise ValueError(f"measure: one step of the model failed on an input of shape {_shape(x)}: "
-                         f"{type(e).__name__}: {e}") from e
+        raise ValueError(f"measure: one step of the model failed on an input of shape "
+                         f"{_shape(x)}: {type(e).__name__}: {e}") from e
     cuda = device.type == "cuda"
-    forward, backward, whole = _timed_steps(model, call, loss, names, positions, params, cuda, warmup, steps)
-    grad_bytes = [sum(params[i].numel() * params[i].element_size() for i in ps) for ps in positions]
-    batch = next(iter(x.values())).shape[0] if isinstance(x, Mapping) else x.shape[0]
+    forward, backward, whole = _timed_steps(model, call, loss, names, positions, params, cuda,
+                                            warmup, steps)
+    layers = [[params[i] for i in ps] for ps in positions]
+    batch = int(next(iter(x.values())).shape[0] if isinstance(x, Mapping) else x.shape[0])
     gpu = torch.cuda.get_device_name(device) if cuda else None
-    sim_device = DEVICES["cpu"] if not cuda else next(
-        (DEVICES[d] for key, d in _GPU_NAMES if key in gpu), None)
-    about = {"measured": f"{_Clock(cuda).kind} per layer",
-             "device": gpu or f"cpu ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''})", "torch": torch.__version__,
-             "batch": int(batch), "input": _shape(x), "model": type(model).__name__,
-             "steps": steps, "warmup": warmup, "step_s": whole,
-             "flops": [float(f) for f in flops]}
-    return Profile(forward, backward, grad_bytes, batch=int(batch), names=names, params=positions,
-                   itemsize=params[0].element_size(), shapes=[[tuple(params[i].shape) for i in ps] for ps in positions],
-                   device=sim_device, about=about)
+    threads = torch.get_num_threads()
+    about = {"measured": f"{_Clock(cuda).kind} per layer", "torch": torch.__version__,
+             "device": gpu or f"cpu ({threads} thread{'s' if threads > 1 else ''})",
+             "batch": batch, "input": _shape(x), "model": type(model).__name__, "steps": steps,
+             "warmup": warmup, "step_s": whole, "flops": [float(f) for f in flops]}
+    return Profile(forward, backward, [sum(p.numel() * p.element_size() for p in ps) for ps in layers],
+                   batch=batch, names=names, params=positions, itemsize=params[0].element_size(),
+                   shapes=[[tuple(p.shape) for p in ps] for ps in layers], device=_sim_device(gpu),
+                   about=about)
+
+
+def _check(model, device, warmup, steps):
+    """(the trainable parameters, the device to run on), or the reason there are none."""
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"measure: model must be an nn.Module, got {type(model).__name__}")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("measure: the model has no trainable parameters: no gradient to time or to send")
+    for name, value, least in (("warmup", warmup, 0), ("steps", steps, 1)):
+        if not (isinstance(value, int) and value >= least):
+            raise ValueError(f"measure: {name}={value!r} must be an integer >= {least}")
+    device = torch.device(device) if device is not None else params[0].device
+    if device.type == "meta":
+        raise ValueError("measure: the model is on the meta device (shapes, no data): nothing runs there to "
+                         "time; build it on a real one, or give device='cpu' or 'cuda'")
+    return params, device
+
+
+def _sim_device(gpu: str | None):
+    """The simulator's device for a CUDA device's name (None if it has none), or its CPU."""
+    if gpu is None:
+        return DEVICES["cpu"]
+    return next((DEVICES[d] for key, d in _GPU_NAMES if key in gpu), None)
 
 
 def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, steps):
