@@ -74,8 +74,9 @@ def test_a_notebook_past_its_limit_is_killed_with_its_kernel(tmp_path, monkeypat
     tag = uuid.uuid4().hex
     monkeypatch.setenv("COMMLAB_GRADE_TEST", tag)  # inherited by otter and the kernel it starts
     main(["classroom", "student", "--out", str(tmp_path / "handout"), "--chapters", "01"])
-    _hand_in(tmp_path / "handout" / NB, tmp_path / "class", "eve", [None] * 3)
-    book = grade(tmp_path / "class", "01", notebook_limit=15)
+    # a loop the exercise limit would allow for minutes: only the notebook's limit can stop it, on any machine
+    _hand_in(tmp_path / "handout" / NB, tmp_path / "class", "eve", [None, None, "while True:\n    pass\n"])
+    book = grade(tmp_path / "class", "01", exercise_limit=600, notebook_limit=15)
     assert list(book.points) == [0.0] * 3
     assert set(book.message) == {"not graded: the notebook ran past its time limit of 15 s and was stopped"}
 
