@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import textwrap
 
 from . import arch as arch_pkg
 from . import checks
@@ -51,13 +50,8 @@ from .runtime import RUNTIMES, RankError
 from .spec import COMPRESS_PER
 from .classroom import command as classroom
 from . import own_model
+from .cli_cluster import advise_command, check_name, simulate_command
 from .parallel.configs import MODELS as LARGE
-
-
-def _say(text: str, width: int = 100) -> None:
-    """Print a sentence of the command's report in lines of at most ``width`` characters (a
-    refusal with its valid choices runs to hundreds), continued lines indented."""
-    print(textwrap.fill(text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False))
 
 
 def _names() -> dict:
@@ -135,22 +129,6 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _profile_or_name(p, a, names):
-    """--profile's file read as a Profile, else --model checked against ``names``."""
-    if a.profile is None:
-        _check_name(p, "--model", a.model, names)
-        return a.model
-    try:
-        return sim.load_profile(a.profile)
-    except (ValueError, FileNotFoundError) as e:
-        p.error(f"--profile: {e}")
-
-
-def _check_name(p, flag, value, valid):
-    if value not in valid:
-        p.error(f"{flag} {value!r} is unknown; valid: {', '.join(valid)}")
-
-
 def _train(p, a) -> int:
     from .train import Trainer
 
@@ -161,9 +139,9 @@ def _train(p, a) -> int:
     except ValueError as e:
         p.error(str(e))
     if model is a.model:
-        _check_name(p, "--model", a.model, list(models_pkg.MODELS))
+        check_name(p, "--model", a.model, list(models_pkg.MODELS))
     if data is a.data:
-        _check_name(p, "--data", a.data, list(data_pkg.LOADERS))
+        check_name(p, "--data", a.data, list(data_pkg.LOADERS))
     out, ext = a.out, os.path.splitext(a.out)[1].lower()
     png = a.plot or os.path.splitext(out)[0] + ".png"
     try:  # every output can be written, before any work starts
@@ -234,86 +212,12 @@ def _plot(frame, path, title):
     plt.close(fig)
 
 
-def _cluster(p, a):
-    for flag, v in (("--gpus", a.gpus), ("--gpus-per-node", a.gpus_per_node)):
-        if v < 1:
-            p.error(f"{flag} {v} must be >= 1")
-    g = a.gpus_per_node
-    if a.gpus % g:
-        hint = f"; for one node of {a.gpus} GPUs give --gpus-per-node {a.gpus}" if a.gpus < g else ""
-        p.error(f"--gpus {a.gpus} must be a multiple of --gpus-per-node {g} (whole nodes){hint}")
-    try:
-        return sim.Cluster(a.gpus // g, g, intra=a.intra, inter=a.net), g
-    except ValueError as e:
-        p.error(str(e))
-
-
-def _advise(p, a) -> int:
-    from .advisor import advise
-
-    model = _profile_or_name(p, a, [*sim.BUILTINS, *LARGE])
-    if a.top < 1:
-        p.error(f"--top {a.top} must be >= 1 (rows to print)")
-    cluster, _ = _cluster(p, a)
-    try:
-        table = advise(model, cluster, target=a.target, budget=a.budget, batch=a.batch)
-    except ValueError as e:
-        p.error(str(e))
-    import pandas as pd
-
-    with pd.option_context("display.width", 200, "display.max_colwidth", 200):
-        # the Trainer's own specs: a row runs as Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)
-        cols = ["sync", "arch", "compress", "schedule", "workers", *(["parallel"] if "parallel" in table else []),
-                "iteration_s", "penalty", "time_s"]
-        _say(f"{a.profile or a.model} on {cluster}, {a.target} rounds of BSP's progress: {len(table)} configurations")
-        print()
-        print(table[cols].head(a.top).round(4).to_string())
-        first = table.iloc[0]
-        print()
-        _say("why the first is first: " + first["reasoning"])
-        runs = set(table["runs"].head(a.top))
-        _say("each row runs as printed: commlab.Trainer(workers=..., sync=..., arch=..., compress=..., schedule=...)"
-            if runs == {"as printed"} else f"these rows are simulated: {'; '.join(sorted(runs))}")
-        for what, why in table.attrs["left_out"].items():
-            _say(f"not ranked: {what} ({why})")
-        if a.profile:
-            for line in own_model.provenance(model, a.profile, first):
-                _say(line)
-    return 0
-
-
-def _simulate(p, a) -> int:
-    model = _profile_or_name(p, a, list(sim.BUILTINS))
-    cluster, g = _cluster(p, a)
-    it = sim.iteration(model, cluster, method=a.method)
-    timeline = it.timeline
-    comm = timeline[timeline.stream == "comm"]
-    print(f"{a.profile or a.model} on {cluster}, {a.method}:")
-    print(f"  {it.time * 1e3:.4g} ms per iteration; compute {it.single * 1e3:.4g} ms; {len(comm)} messages, "
-          f"{comm.bytes.sum() / 1e6:.4g} MB; communication ends {comm.end.max() * 1e3:.4g} ms after backward starts")
-    print(f"  speedup {it.speedup:.3g} over one GPU ({it.speedup / a.gpus:.0%} of linear), "
-          f"{it.throughput:.5g} samples/s")
-    sizes = sorted({2 ** k for k in range(a.gpus.bit_length()) if 2 ** k <= a.gpus} | {a.gpus})
-    rows = []
-    for n in sizes:
-        if n > g and n % g:
-            continue
-        gn = min(g, n)
-        c = sim.Cluster(n // gn, gn, intra=a.intra, inter=a.net)
-        rows.append((n, {m: sim.iteration(model, c, method=m).speedup for m in sim.METHODS}))
-    width = max(len(m) for m in sim.METHODS)
-    print("\nspeedup over one GPU\n" + "GPUs".rjust(5) + "".join(m.rjust(width + 1) for m in sim.METHODS))
-    for n, sp in rows:
-        print(str(n).rjust(5) + "".join(f"{sp[m]:.2f}".rjust(width + 1) for m in sim.METHODS))
-    return 0
-
-
 def main(argv=None) -> int:
     """Parse ``argv`` (sys.argv when None), run the chosen subcommand and return its exit code."""
     p = parser()
     a = p.parse_args(argv)
     sub = p._subparsers._group_actions[0].choices[a.command]
-    return {"train": _train, "simulate": _simulate, "advise": _advise, "rules": _rules,
+    return {"train": _train, "simulate": simulate_command, "advise": advise_command, "rules": _rules,
             "profile": own_model.run, "classroom": classroom.run}[a.command](sub, a)
 
 
