@@ -88,6 +88,24 @@ def test_a_custom_loss_and_a_dict_input():
     assert p.names == ("a", "b") and p.batch == 6
 
 
+class TwoHeads(nn.Module):
+    """A trunk and two heads, as BERT's pre-training model returns a model output of two."""
+
+    def __init__(self, used=("one", "two")):
+        super().__init__()
+        self.trunk, self.one, self.two, self.used = nn.Linear(4, 8), nn.Linear(8, 3), nn.Linear(8, 2), used
+
+    def forward(self, x):
+        h = torch.relu(self.trunk(x))
+        heads = {"one": self.one(h), "two": self.two(h)}  # both run; only the used ones are returned
+        return {name: heads[name] for name in self.used} | {"ids": x.argmax(1)}
+
+
+def test_every_floating_output_is_trained_by_default():
+    p = sim.measure(TwoHeads(), torch.randn(6, 4), steps=1, warmup=0)
+    assert p.names == ("trunk", "one", "two")
+
+
 class Twice(nn.Module):
     def __init__(self):
         super().__init__()
@@ -103,6 +121,7 @@ class Twice(nn.Module):
     (Twice(), torch.randn(4, 8), "layer 'layer' runs 2 times in one forward pass"),
     (_mlp(), torch.randn(4, 128), "steps=0 must be an integer >= 1"),
     (nn.Linear(4, 2, device="meta"), torch.zeros(3, 4, device="meta"), "the model is on the meta device"),
+    (TwoHeads(used=("one",)), torch.randn(6, 4), "layer 'two' gets no gradient from the loss"),
 ])
 def test_a_model_that_cannot_be_profiled_is_told_why(model, x, message):
     kwargs = {"steps": 0} if "steps" in message else {}

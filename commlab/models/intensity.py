@@ -30,13 +30,15 @@ def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _floating_tensors(out) -> list[torch.Tensor]:
+def floating_tensors(out) -> list[torch.Tensor]:
+    """The floating-point tensors of a model's output: a tensor, or those inside a tuple, list,
+    dict or model output, in order."""
     if isinstance(out, torch.Tensor):
         return [out] if out.is_floating_point() else []
     if isinstance(out, Mapping):
         out = list(out.values())
     if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _floating_tensors(o)]
+        return [t for o in out for t in floating_tensors(o)]
     return []
 
 
@@ -72,7 +74,7 @@ def flops_per_sample(model: nn.Module, example_input, backward: bool = True) -> 
         with torch.enable_grad(), counter:
             out = model(*args, **kwargs)
             if backward:
-                sum(t.float().sum() for t in _floating_tensors(out)).backward()
+                sum(t.float().sum() for t in floating_tensors(out)).backward()
     finally:
         for m, training in modes.items():
             m.training = training

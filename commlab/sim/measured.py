@@ -37,6 +37,7 @@ from collections.abc import Mapping
 
 import torch
 
+from ..models.intensity import floating_tensors
 from ..schedule.profile import Profile, layer_flops
 from .devices import DEVICES
 
@@ -45,14 +46,13 @@ _GPU_NAMES = (("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("V100", "v1
 
 
 def _default_loss(out) -> torch.Tensor:
-    """The mean of the model's output (its first tensor for a tuple, a dict or a model output)."""
-    if isinstance(out, Mapping):
-        out = next(iter(out.values()))
-    elif isinstance(out, (tuple, list)):
-        out = out[0]
-    if not isinstance(out, torch.Tensor):
-        raise ValueError(f"the model returned {type(out).__name__}; give loss= (output -> scalar tensor)")
-    return out.float().mean()
+    """The sum of the means of the model's floating-point outputs: every head of a model with
+    several (BERT's pre-training has two) gets a gradient, as the FLOP count assumes."""
+    tensors = floating_tensors(out)
+    if not tensors:
+        raise ValueError(f"the model returned {type(out).__name__} with no floating-point tensor; give loss= "
+                         "(output -> scalar tensor)")
+    return sum(t.float().mean() for t in tensors)
 
 
 def _move(x, device):
@@ -188,6 +188,11 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
             backward_end = clock.stamp()
             for h in handles:
                 h.remove()
+            silent = [names[l] for l in range(L) if len(state["grads"][l]) < len(positions[l])]
+            if silent:
+                raise ValueError(f"measure: layer {silent[0]!r} gets no gradient from the loss (the loss does not "
+                                 "depend on it): give loss= a function of every output you train, or freeze its "
+                                 "parameters (requires_grad=False)")
             twice = [names[l] for l in range(L) if state["calls"][l] > 1]
             if twice:
                 raise ValueError(f"measure: layer {twice[0]!r} runs {state['calls'][names.index(twice[0])]} times in "
