@@ -146,6 +146,7 @@ def test_a_failing_comm_thread_names_its_rank(digits, monkeypatch, arch, runtime
     if runtime == "gloo" and not fork_is_safe():
         pytest.skip("the failure is injected by a monkeypatch, which only forked ranks inherit (this machine "
                     "starts ranks from a fork server)")
+    monkeypatch.delenv("COMMLAB_START_METHOD", raising=False)  # forked where that is safe, whatever the default
     cls = ScheduledServerExchange if arch == "ps" else AllReduceExchange
     original = cls.message
 
