@@ -50,6 +50,8 @@ import os
 
 import pandas as pd
 
+from ..files import write_atomic
+
 COMMON = dict(workers=8, batch_size=32, momentum=0.9, progress=False)
 PROBLEMS = {
     "digits-mlp": dict(trainer=dict(model="mlp", data="digits", eval_every=5), target=0.93, steps=300),
@@ -197,9 +199,7 @@ def for_ranking(table: pd.DataFrame | None = None) -> pd.DataFrame:
 
 def save(table: pd.DataFrame, path: str) -> pd.DataFrame:
     """Write a measured table as CSV (aside, then renamed: never half-written)."""
-    tmp = path + ".partial"
-    table.to_csv(tmp)
-    os.replace(tmp, path)
+    write_atomic(path, table.to_csv())
     return table
 
 

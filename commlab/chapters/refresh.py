@@ -25,11 +25,12 @@ import copy
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from .. import files
 
 CHECK_TAG = "nbval-check-output"
 CELL_TIMEOUT_S = 600
@@ -154,16 +155,7 @@ def _inputs(nb) -> list:
 def write_atomic(nb, path: Path) -> None:
     """Write the notebook beside ``path`` and rename it over: never a half-written file. The
     file keeps the mode it had (mkstemp would leave it readable by its owner only)."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(suffix=".ipynb", prefix=f".{path.stem}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            nbformat.write(nb, f)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    files.write_atomic(path, nbformat.writes(nb), path.stat().st_mode & 0o777 if path.exists() else None)
 
 
 def refresh(path: Path, twice: bool = False, warn_only: bool = False) -> bool:

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import checks
+from ..files import write_atomic
 from ..data import load
 from ..models import mlp
 from ..runtime import RankError, launch
@@ -56,9 +57,7 @@ def _model(seed):
 
 
 def _save(path, state):
-    tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    write_atomic(path, lambda tmp: torch.save(state, tmp))
 
 
 def _rank(comm, path, steps, every, batch, lr, seed, fail):

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from ..files import write_atomic
 from ..schedule.profile import Profile
 from .devices import BUILTINS, DEVICES, builtin
 
@@ -38,16 +38,7 @@ def save_profile(profile: Profile, path) -> Path:
                        "shapes": [list(s) for s in profile.tensor_shapes(l)],
                        "params": list(profile.params[l]) if profile.params else []}
                       for l in range(profile.layers)]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".json.part")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+    return write_atomic(path, json.dumps(doc, indent=1))
 
 
 def load_profile(path) -> Profile:
