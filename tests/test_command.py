@@ -1,13 +1,10 @@
 """commlab.classroom.command (``python -m commlab classroom``): student writes one notebook per
 chapter asked for and says where; bad chapters, folders and limits end with status 2 and the
-reason before anything runs; a CSV is written whole or not at all. The grading run itself is in
-tests/test_grade.py."""
+reason before anything runs. The grading run itself is in tests/test_grade.py."""
 import os
 
-import pandas as pd
 import pytest
 
-from commlab.classroom.command import _write_csv
 from commlab.cli import main
 
 
@@ -30,16 +27,3 @@ def test_bad_arguments_end_with_status_2_and_the_reason(tmp_path, capsys, monkey
         main(["classroom", *args])
     assert stop.value.code == 2 and says in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
-
-
-def test_a_csv_is_written_whole_or_not_at_all(tmp_path):
-    _write_csv(pd.DataFrame({"a": [1, 2]}), tmp_path / "out" / "g.csv")
-    assert (tmp_path / "out" / "g.csv").read_text() == "a\n1\n2\n"
-
-    class Broken(pd.DataFrame):
-        def to_csv(self, path, **kw):
-            open(path, "w").write("a\n1\n")
-            raise OSError("disk full")
-    with pytest.raises(OSError, match="disk full"):
-        _write_csv(Broken({"a": [3]}), tmp_path / "out" / "h.csv")
-    assert sorted(os.listdir(tmp_path / "out")) == ["g.csv"]

@@ -87,7 +87,8 @@ def test_autograder_has_one_hidden_test_per_exercise_calling_its_check(edition, 
         assert f"verdict(env, {ex.chapter!r}, {ex.check!r}, {ex.variable!r})" in tests[ex.name]
         assert "hidden=True" in tests[ex.name]
     assert config["assignment_name"] == book.stem
-    assert config["plugins"] == [{"commlab.classroom.limits.ExerciseTimeLimit": {"seconds": 45.0}}]
+    assert config["plugins"] == [{"commlab.classroom.limits.ExerciseTimeLimit": {
+        "seconds": 45.0, "variables": {ex.name: ex.variable for ex in found}}}]
 
 
 def test_master_wraps_each_exercise_in_a_question_with_its_solution():

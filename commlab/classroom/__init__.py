@@ -3,8 +3,10 @@
 * :mod:`~commlab.classroom.edition`: the student edition of a chapter and its autograder, made
   from the book's notebook (which stays the source) and the reference solutions of
   :mod:`commlab.chapters.exercises.solutions`.
-* :mod:`~commlab.classroom.grade`: a folder of submitted notebooks graded into a gradebook (one
-  row per student and exercise, with the check's message) and its per-exercise summary.
+* :mod:`~commlab.classroom.grade`: a folder of submitted notebooks graded, by stated rules for
+  which notebook and which cell, into one row per student and exercise with the check's message.
+* :mod:`~commlab.classroom.gradebook`: those rows as an instructor uses them: one row per student
+  (a CSV Canvas and Moodle import), the long table, the per-exercise summary, feedback files.
 * :mod:`~commlab.classroom.limits`: what runs in a submission's kernel while it is graded (an
   exercise's time limit, the check's verdict).
 * :mod:`~commlab.classroom.command`: ``python -m commlab classroom student | grade``.

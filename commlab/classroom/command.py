@@ -2,14 +2,15 @@
 
 * ``student --out DIR [--chapters 01,06]``: the student edition of the chapters (all by default)
   in DIR, one notebook per chapter, to hand out (:func:`commlab.classroom.edition.assign`).
-* ``grade DIR --out gradebook.csv``: grade DIR (one folder per student, each with that student's
-  notebooks) offline; write the gradebook, its per-exercise summary beside it
-  (``gradebook_summary.csv``), and print the summary (:func:`commlab.classroom.grade.grade`).
+* ``grade DIR --out gradebook.csv [--resume]``: grade DIR (one folder per student, each with that
+  student's notebooks) offline, saying each notebook's result as it comes; write the gradebook
+  (one row per student), the long table and the per-exercise summary beside it, and a feedback
+  file per student (:mod:`commlab.classroom.gradebook`); print the summary. Each notebook's
+  result is saved in ``<out>_journal/`` as it is graded; ``--resume`` keeps those of unchanged
+  notebooks (:func:`commlab.classroom.grade.grade`).
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -31,11 +32,13 @@ def add(sub, fmt) -> None:
                    help="seconds an exercise's answer cell, and its check, may run")
     g.add_argument("--notebook-limit", type=float, default=900.0, help="seconds a whole notebook may run")
     g.add_argument("--jobs", type=int, default=1, help="notebooks graded at once")
+    g.add_argument("--resume", action="store_true",
+                   help="keep the results already in <out>_journal/ for notebooks that did not change")
 
 
 def run(p, a) -> int:
     """Run ``classroom student`` or ``classroom grade``; a bad argument ends with p.error."""
-    from . import edition, grade
+    from . import edition, grade, gradebook
 
     try:
         if a.action == "student":
@@ -44,28 +47,18 @@ def run(p, a) -> int:
             for path in written:
                 print(f"  {path.name}")
             return 0
-        book = grade.grade(a.folder, a.chapters, a.exercise_limit, a.notebook_limit, a.jobs)
+        out = Path(a.out)
+        journal = out.with_name(f"{out.stem}_journal")
+        book = grade.grade(a.folder, a.chapters, a.exercise_limit, a.notebook_limit, a.jobs, journal=journal,
+                           resume=a.resume)
     except (ValueError, FileNotFoundError) as e:
         p.error(str(e))
-    table = grade.summary(book)
-    out = Path(a.out)
-    for frame, path in ((book, out), (table, out.with_name(f"{out.stem}_summary.csv"))):
-        _write_csv(frame, path)
-    students = book.student.nunique()
-    print(f"graded {students} student(s); gradebook: {out}; summary: {out.with_name(out.stem + '_summary.csv')}")
+    written = gradebook.write(book, out, book.attrs.get("notes"))
+    print(f"graded {book.student.nunique()} student(s); wrote {', '.join(str(w) for w in written[:3])} and "
+          f"{len(written) - 3} feedback file(s) in {out.parent / 'feedback'}")
+    for student, notes in book.attrs.get("notes", {}).items():
+        for note in notes:
+            print(f"  {student}: {note}")
     with pd.option_context("display.width", 160, "display.max_colwidth", 70):
-        print(table.to_string(index=False))
+        print(gradebook.summary(book).to_string(index=False))
     return 0
-
-
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """Write ``frame`` to ``path`` whole or not at all (a temporary file, then a rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".csv.part")
-    os.close(fd)
-    try:
-        frame.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)

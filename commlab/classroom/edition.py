@@ -46,6 +46,7 @@ generate:
   plugins:
     - commlab.classroom.limits.ExerciseTimeLimit:
         seconds: {seconds}
+        variables: {variables}
 """
 
 TEST = '''""" # BEGIN TEST CONFIG
@@ -116,7 +117,8 @@ def master(nb, name: str, seconds: float = 60):
     and its check) may run ``seconds`` each when graded."""
     raw, code = nbformat.v4.new_raw_cell, nbformat.v4.new_code_cell
     by_cell = {ex.cell: ex for ex in exercises(nb)}
-    cells = [raw(CONFIG.format(name=name, seconds=float(seconds)))]
+    variables = "{" + ", ".join(f"{ex.name}: {ex.variable}" for ex in by_cell.values()) + "}"
+    cells = [raw(CONFIG.format(name=name, seconds=float(seconds), variables=variables))]
     for i, cell in enumerate(nb.cells):
         ex = by_cell.get(i)
         if ex is None:

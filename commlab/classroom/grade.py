@@ -6,53 +6,120 @@ autograder from the book, then runs ``otter run`` on every notebook: otter execu
 kernel of this environment (no Docker, no network), runs each exercise's check right after its
 answer cell, and writes its results as JSON. One row per student and exercise comes out:
 
-    student, chapter, exercise, points, message
+    student, chapter, exercise, points, max_points, message
 
-where ``message`` is what the check said (``correct`` when it passed). A notebook is found by
-the assignment name otter wrote into it, else by its file name. A chapter that some student
-handed in and another did not gets the other "not submitted" rows, so every student has the
-same rows.
+where ``message`` is what the check said (``correct`` when it passed) and points never exceed
+the exercise's maximum. A chapter that some student handed in and another did not gets the other
+"not submitted" rows, so every student has the same rows.
+
+**Which notebook, and which cell, is graded** (nothing is chosen silently; each rule's outcome
+is in the gradebook's message or the student's feedback, and printed):
+
+* A notebook is a chapter's by the assignment name otter wrote into it, else by its file name
+  beginning with the chapter's (``01_why_communication-Copy1.ipynb`` is chapter 01's). Any other
+  ``.ipynb`` file is ignored, and named in the student's feedback.
+* Two notebooks of one chapter from one student: neither is graded ("keep one").
+* A file that is not a notebook (not JSON): its chapter scores 0 with the reason.
+* An exercise's answer cell is the code cell that calls its check (``ch01.check_c2c_ratio(...)``),
+  found anew in every submission, so a notebook of the book instead of the handout, or one whose
+  cells were moved, is graded the same way. A missing answer cell scores 0 ("missing"), and the
+  next exercise is never graded on its variable: each exercise's variable is deleted before its
+  answer cell runs. Of several cells that call one check, the last is graded, and the message says so.
 
 What a broken submission costs: an exception costs the exercise it happens in (otter executes
 with errors allowed); an answer cell or check that runs past ``exercise_limit`` seconds is
 stopped and costs that exercise (:mod:`commlab.classroom.limits`); a notebook still running after
 ``notebook_limit`` seconds is killed with its kernel, and its exercises score 0 with that reason.
-The rows are sorted and the messages are the checks' own, so the same submissions give the same
-gradebook.
 
-:func:`summary` is the view of who is stuck: per exercise, how many solved it and the most
-common message of those who did not.
+**As it goes**: each notebook's result is saved in ``journal`` (a folder) as soon as it is
+graded, and printed; with ``resume``, results already there for an unchanged notebook are kept,
+so a run that crashed goes on where it stopped.
+
+:mod:`commlab.classroom.gradebook` writes the tables and the feedback files.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 
+from ..files import write_atomic
 from .edition import assign, chapters, exercises
+from .gradebook import LONG, NOT_SUBMITTED, one_line
 
-COLUMNS = ["student", "chapter", "exercise", "points", "message"]
-NOT_SUBMITTED = "not submitted"
+MAX_POINTS = 1.0  # every exercise is one question of one point
 
 
-def _chapter_of(path: Path, known: dict) -> str | None:
+# ----- which notebooks -------------------------------------------------------------------------
+def _chapter_of(path: Path, known: dict) -> tuple[str | None, object]:
+    """(the chapter, the notebook or the reason it cannot be read) of a handed-in file."""
     try:
-        name = nbformat.read(path, as_version=4).metadata.get("otter", {}).get("assignment_name")
-    except Exception:  # noqa: BLE001 - an unreadable notebook is graded (and refused) by otter
-        name = None
-    for candidate in (name, path.stem):
-        if candidate in known:
-            return candidate
-    return None
+        nb = nbformat.read(path, as_version=4)
+        name = nb.metadata.get("otter", {}).get("assignment_name")
+    except Exception as e:  # noqa: BLE001 - not a notebook: graded 0 with the reason, or ignored
+        nb, name = f"{path.name} is not a notebook ({type(e).__name__}: {one_line(e)[:120]})", None
+    if name in known:
+        return name, nb
+    return next((c for c in known if path.stem.startswith(c)), None), nb
 
 
+def handed_in(student: Path, known: dict) -> tuple[dict, list[str]]:
+    """A student's notebooks by chapter (a notebook, or the reason it is not graded) and notes on
+    the files that are not graded, by the rules of this module's docstring."""
+    by_chapter, notes = {}, []
+    for path in sorted(student.glob("*.ipynb")):
+        chapter, nb = _chapter_of(path, known)
+        if chapter is None:
+            notes.append(f"{path.name} was not graded: it is not a notebook of the chapters graded "
+                         f"({', '.join(known)})")
+            continue
+        by_chapter.setdefault(chapter, []).append((path, nb))
+    found = {}
+    for chapter, files in by_chapter.items():
+        if len(files) > 1:
+            names = ", ".join(p.name for p, _ in files)
+            found[chapter] = f"not graded: {len(files)} notebooks of this chapter were handed in ({names}); keep one"
+            notes.append(f"{names}: {len(files)} notebooks of chapter {chapter}, so neither was graded")
+        else:
+            path, nb = files[0]
+            found[chapter] = f"not graded: {nb}" if isinstance(nb, str) else (path, nb)
+    return found, notes
+
+
+def as_handout(nb, chapter: str, book_exercises) -> tuple[object, dict]:
+    """The submission with otter's marks where this module's rules put them: each exercise's
+    answer is the last code cell that calls its check. Returns the notebook and, per exercise
+    whose cell is missing or repeated, what the gradebook must say."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a copy
+    nb.metadata.setdefault("otter", {})["assignment_name"] = chapter
+    calls = {}
+    for i, cell in enumerate(nb.cells):
+        cell.metadata.get("otter", {}).pop("tests", None)
+        if cell.cell_type == "code":
+            for ex in book_exercises:
+                if re.search(rf"\b{ex.chapter}\.{ex.check}\(", cell.source):
+                    calls.setdefault(ex.name, []).append(i)
+    said = {}
+    for ex in book_exercises:
+        cells = calls.get(ex.name, [])
+        if not cells:
+            said[ex.name] = (f"the answer cell is missing: no cell calls {ex.chapter}.{ex.check}({ex.variable})", True)
+            continue
+        nb.cells[cells[-1]].metadata.setdefault("otter", {})["tests"] = [ex.name]
+        if len(cells) > 1:
+            said[ex.name] = (f"({len(cells)} cells call {ex.chapter}.{ex.check}; the last one was graded)", False)
+    return nb, said
+
+
+# ----- running otter ---------------------------------------------------------------------------
 def _message(output: str) -> str:
     """The failing check's message from otter's test output: the lines after the test's
     source line (``Error at line N in test ...`` and the line itself), without the exception's
@@ -79,13 +146,15 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _run_otter(notebook: Path, autograder: Path, limit: float) -> dict | str:
-    """Otter's results for one notebook ({exercise: (points, message)}), or why there are none."""
+def _run_otter(notebook, autograder: Path, limit: float) -> dict | str:
+    """Otter's results for one notebook ({exercise: (points, message)}), or why there are none;
+    points are clamped to 0..MAX_POINTS whatever the results file says."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results"
         out.mkdir()
-        cmd = [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out), "--no-logo",
-               str(notebook)]
+        path = Path(tmp) / "submission.ipynb"
+        nbformat.write(notebook, path)
+        cmd = [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out), "--no-logo", str(path)]
         proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             log, _ = proc.communicate(timeout=limit)
@@ -97,13 +166,38 @@ def _run_otter(notebook: Path, autograder: Path, limit: float) -> dict | str:
             last = [line for line in log.splitlines() if line.strip()][-1:] or ["no output"]
             return f"not graded: otter failed ({last[0].strip()})"
         tests = json.loads(results.read_text())["tests"]
-    return {t["name"]: (float(t["score"]), "correct" if t["score"] == t["max_score"] else _message(t["output"]))
+    return {t["name"]: (min(max(float(t["score"]), 0.0), MAX_POINTS),
+                        "correct" if t["score"] == t["max_score"] else _message(t["output"]))
             for t in tests if "max_score" in t}
 
 
-def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60,
-          notebook_limit: float = 900, jobs: int = 1) -> pd.DataFrame:
-    """The gradebook of ``folder`` (one folder per student) as a DataFrame of :data:`COLUMNS`."""
+def _grade_one(handed, chapter, book_exercises, autograder, limit) -> dict | str:
+    """One student's chapter: {exercise: (points, message)}, or the reason it has none."""
+    if isinstance(handed, str):
+        return handed
+    nb, said = as_handout(handed[1], chapter, book_exercises)
+    got = _run_otter(nb, autograder, limit)
+    if isinstance(got, str):
+        return got
+    for name, (text, missing) in said.items():
+        points, message = got.get(name, (0.0, "not graded"))
+        got[name] = (0.0, text) if missing else (points, f"{message} {text}")
+    return got
+
+
+# ----- the whole folder ------------------------------------------------------------------------
+def _key(handed) -> str:
+    """What a journal entry was made from: the notebook's bytes (a changed notebook is graded again)."""
+    return handed if isinstance(handed, str) else hashlib.sha256(Path(handed[0]).read_bytes()).hexdigest()
+
+
+def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60, notebook_limit: float = 900,
+          jobs: int = 1, journal=None, resume: bool = False, say=print) -> pd.DataFrame:
+    """The gradebook of ``folder`` (one folder per student) as a DataFrame of
+    :data:`~commlab.classroom.gradebook.LONG`; ``attrs["notes"]`` holds each student's notes on
+    the files handed in. ``journal``: a folder where each notebook's result is saved as it is
+    graded (default: a temporary one); ``resume``: keep the results saved there for unchanged
+    notebooks. ``say`` prints progress."""
     folder = Path(folder).resolve()  # otter runs in a folder of its own
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of student folders")
@@ -114,36 +208,48 @@ def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60,
     students = sorted(p for p in folder.iterdir() if p.is_dir())
     if not students:
         raise ValueError(f"{folder} holds no student folders (one folder per student, with their notebooks)")
-    handed = {s.name: {c: nb for nb in sorted(s.glob("*.ipynb")) if (c := _chapter_of(nb, known))} for s in students}
-    graded = sorted({c for found in handed.values() for c in found})
+    found = {s.name: handed_in(s, known) for s in students}
+    graded = [c for c in known if any(c in f for f, _ in found.values())]
     if not graded:
         raise ValueError(f"no notebook in {folder}'s student folders is a chapter ({', '.join(known)})")
+    book = {c: exercises(nbformat.read(known[c], as_version=4)) for c in graded}
     with tempfile.TemporaryDirectory() as tmp:
-        assign([known[c] for c in graded], Path(tmp) / "student", exercise_limit, Path(tmp) / "autograders")
-        work = [(s, c, nb) for s, found in handed.items() for c, nb in found.items()]
+        journal = Path(journal) if journal is not None else Path(tmp) / "journal"
+        journal.mkdir(parents=True, exist_ok=True)
+        work = [(s, c, f[c]) for s, (f, _) in found.items() for c in graded if c in f]
+        saved = {}
+        for s, c, handed in work:
+            entry = journal / f"{s}--{c}.json"
+            if resume and entry.exists():
+                kept = json.loads(entry.read_text())
+                if kept.get("key") == _key(handed):
+                    saved[(s, c)] = kept["result"]
+        todo = [w for w in work if (w[0], w[1]) not in saved]
+        say(f"grading {len(todo)} notebook(s) of {len(students)} student(s)"
+            + (f"; {len(saved)} kept from {journal}" if saved else ""))
+        if todo:
+            assign([known[c] for c in graded], Path(tmp) / "student", exercise_limit, Path(tmp) / "autograders")
+
+        def run(w):
+            s, c, handed = w
+            result = _grade_one(handed, c, book[c], Path(tmp) / "autograders" / f"{c}-autograder.zip",
+                                notebook_limit)
+            write_atomic(journal / f"{s}--{c}.json", json.dumps({"key": _key(handed), "result": result}))
+            return w, result
+
         with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
-            results = dict(zip([(s, c) for s, c, _ in work], pool.map(
-                lambda w: _run_otter(w[2], Path(tmp) / "autograders" / f"{w[1]}-autograder.zip", notebook_limit),
-                work)))
+            for n, ((s, c, _), result) in enumerate(pool.map(run, todo), 1):
+                saved[(s, c)] = result
+                done = "no points" if isinstance(result, str) else \
+                    f"{sum(p for p, _ in result.values()):g} of {len(book[c]):g} points"
+                say(f"  [{n}/{len(todo)}] {s} {c}: {done}")
     rows = []
-    for student in handed:
+    for student in found:
         for c in graded:
-            got = results.get((student, c), NOT_SUBMITTED)
-            for ex in exercises(nbformat.read(known[c], as_version=4)):
+            got = saved.get((student, c), NOT_SUBMITTED)
+            for ex in book[c]:
                 points, message = (0.0, got) if isinstance(got, str) else got.get(ex.name, (0.0, "not graded"))
-                rows.append((student, c, ex.name, points, message))
-    return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def summary(gradebook: pd.DataFrame) -> pd.DataFrame:
-    """Per exercise: how many students solved it, how many handed it in, of how many, and the
-    most common message of those who handed it in and did not solve it (with how many got it;
-    a tie goes to the first student in the gradebook's order)."""
-    rows = []
-    for (chapter, exercise), g in gradebook.groupby(["chapter", "exercise"], sort=False):
-        handed = g[g.message != NOT_SUBMITTED]
-        failing = Counter(handed.loc[handed.points < 1, "message"])
-        common, count = failing.most_common(1)[0] if failing else ("", 0)
-        rows.append((chapter, exercise, int((g.points >= 1).sum()), len(handed), len(g), common, count))
-    return pd.DataFrame(rows, columns=["chapter", "exercise", "solved", "handed in", "students",
-                                       "most common failure", "of"])
+                rows.append((student, c, ex.name, float(points), MAX_POINTS, one_line(message)))
+    table = pd.DataFrame(rows, columns=LONG)
+    table.attrs["notes"] = {s: notes for s, (_, notes) in found.items() if notes}
+    return table

@@ -60,10 +60,11 @@ def _stop(signum, frame):
     raise ExerciseTimeout(_stop_message())
 
 
-def exercise(name: str, seconds: float) -> None:
+def exercise(name: str, seconds: float, variable: str | None = None) -> None:
     """Give the next two cells (the answer and the check otter runs after it) ``seconds`` each,
-    for exercise ``name``, and note whether the answer cell raises. Runs in an IPython kernel's
-    main thread (the one that receives signals)."""
+    for exercise ``name``, and note whether the answer cell raises; delete ``variable`` first, so
+    that an answer cell that does not assign it is never graded on an earlier exercise's value.
+    Runs in an IPython kernel's main thread (the one that receives signals)."""
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
     from IPython import get_ipython
@@ -75,6 +76,8 @@ def exercise(name: str, seconds: float) -> None:
         shell.events.register("pre_run_cell", _arm)
         shell.events.register("post_run_cell", _disarm)
         signal.signal(signal.SIGALRM, _stop)
+    if variable is not None:
+        shell.user_ns.pop(variable, None)
     _STATE.update(exercise=name, left=2, seconds=float(seconds), stopped=None, raised=None)
 
 
@@ -100,12 +103,14 @@ def verdict(env: dict, chapter: str, check: str, variable: str) -> None:
 
 class ExerciseTimeLimit:
     """An otter-grader plugin (``plugins`` in the autograder's configuration): before a
-    submission runs, insert ``exercise(name, seconds)`` before each answer cell (the cells otter
-    marked with the exercise's test). Its configuration: ``{"seconds": <limit>}``. Otter calls
+    submission runs, insert ``exercise(name, seconds, variable)`` before each answer cell (the cells otter
+    marked with the exercise's test). Its configuration: ``{"seconds": <limit>, "variables":
+    {exercise: the variable its cell assigns}}``. Otter calls
     the events a plugin defines; this one defines ``before_execution`` only."""
 
     def __init__(self, submission_path, submission_metadata, plugin_config):
         self.seconds = float((plugin_config or {}).get("seconds", 60))
+        self.variables = dict((plugin_config or {}).get("variables") or {})
 
     def before_execution(self, submission):
         import nbformat
@@ -115,7 +120,8 @@ class ExerciseTimeLimit:
             tests = cell.get("metadata", {}).get("otter", {}).get("tests", [])
             if cell.cell_type == "code" and tests:
                 cells.append(nbformat.v4.new_code_cell(
-                    f"from commlab.classroom.limits import exercise\nexercise({tests[0]!r}, {self.seconds!r})"))
+                    f"from commlab.classroom.limits import exercise\n"
+                    f"exercise({tests[0]!r}, {self.seconds!r}, {self.variables.get(tests[0])!r})"))
             cells.append(cell)
         submission.cells = cells
         return submission
