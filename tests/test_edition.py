@@ -14,7 +14,7 @@ import zipfile
 import nbformat
 import pytest
 
-from commlab.chapters.exercises.solutions import solution_source
+from commlab_instructor import solution_source
 from commlab.classroom.edition import BOOK, assign, chapters, exercises, master
 
 BOOK_NOTEBOOKS = chapters()

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from commlab.chapters.exercises import ch04
-from commlab.chapters.exercises.solutions import ch04 as solutions
+from commlab_instructor import ch04 as solutions
 from exercise_contract import assert_check_contract, assert_unanswered
 
 

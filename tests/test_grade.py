@@ -13,7 +13,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from commlab.chapters.exercises.solutions import solution_source
+from commlab_instructor import solution_source
 from commlab.classroom.edition import exercises
 from commlab.classroom.edition import BOOK
 from commlab.classroom.grade import _message, as_handout, grade, handed_in

@@ -1,13 +1,14 @@
 """commlab.classroom.limits: in an IPython shell an exercise's answer cell and its check are
 stopped at the time limit while other cells are not; the verdict carries the check's message,
-says when the answer cell raised or was stopped, and passes the reference solution; the otter
-plugin puts the limit before every answer cell and nowhere else."""
+says when the answer cell raised or was stopped, and passes the reference solution; an
+exercise's variable is deleted before its cell; the otter plugin puts the limit before every
+answer cell and nowhere else."""
 import signal
 
 import nbformat
 import pytest
 
-from commlab.chapters.exercises.solutions import SOLUTIONS
+from commlab_instructor import SOLUTIONS
 from commlab.classroom import limits
 from commlab.classroom.limits import ExerciseTimeLimit, NotSolved, exercise, verdict
 
@@ -49,6 +50,19 @@ def test_a_raising_answer_cell_is_named_in_the_message(shell):
         verdict(shell.user_ns, "ch01", "check_max_workers", "answer3")
 
 
+def test_an_earlier_exercises_value_is_never_graded(shell):
+    """Chapter 06's first two exercises both assign ``answer``: before the second's cell runs its
+    variable is deleted, so a second cell that fails (or is missing) is not graded on the first's."""
+    shell.run_cell("from commlab.classroom.limits import exercise\nexercise('ch06_qsgd_bytes', 5, 'answer')")
+    shell.run_cell("answer = 2500")
+    shell.run_cell("pass")
+    shell.run_cell("exercise('ch06_qsgd_bound', 5, 'answer')")
+    assert "answer" not in shell.user_ns
+    shell.run_cell("answer = 1 / 0")
+    with pytest.raises(NotSolved, match=r"^the answer cell raised ZeroDivisionError"):
+        verdict(shell.user_ns, "ch06", "check_qsgd_bound", "answer")
+
+
 def test_verdict_passes_the_solution_and_carries_the_checks_message():
     verdict({"answer1": SOLUTIONS["ch01"]["check_c2c_ratio"]()}, "ch01", "check_c2c_ratio", "answer1")
     with pytest.raises(NotSolved, match=r"^C2C ratio of BERT-Large: not answered yet\. f\(N\) = 2\(N-1\)/N for a ring\.$"):
@@ -71,6 +85,8 @@ def test_plugin_puts_the_limit_before_each_answer_cell_only():
     answer = code("answer1 = 2")
     answer.metadata["otter"] = {"tests": ["ch01_c2c_ratio"]}
     nb = nbformat.v4.new_notebook(cells=[code("x = 1"), answer, nbformat.v4.new_markdown_cell("text")])
-    out = ExerciseTimeLimit("sub.ipynb", {}, {"seconds": 7}).before_execution(nb)
+    out = ExerciseTimeLimit("sub.ipynb", {}, {"seconds": 7, "variables": {"ch01_c2c_ratio": "answer1"}}
+                            ).before_execution(nb)
     assert [c.source for c in out.cells] == [
-        "x = 1", "from commlab.classroom.limits import exercise\nexercise('ch01_c2c_ratio', 7.0)", "answer1 = 2", "text"]
+        "x = 1", "from commlab.classroom.limits import exercise\nexercise('ch01_c2c_ratio', 7.0, 'answer1')",
+        "answer1 = 2", "text"]

@@ -1,4 +1,4 @@
-"""The reference solutions (commlab.chapters.exercises.solutions) against the book's exercises.
+"""The reference solutions (commlab_instructor) against the book's exercises.
 
 The exercises are found in the notebooks, not listed here: every code cell of notebooks/*.ipynb
 that calls a check ``chNN.check_...(...)`` is one (commlab.classroom.edition.exercises). For each:
@@ -11,7 +11,7 @@ import re
 import nbformat
 import pytest
 
-from commlab.chapters.exercises.solutions import SOLUTIONS, solution_source, variable
+from commlab_instructor import SOLUTIONS, solution_source, variable
 from commlab.classroom.edition import chapters, exercises
 
 
@@ -63,3 +63,18 @@ def test_cell_code_passes_its_check(chapter, check, capsys):
     namespace = {"__name__": "__cell__"}
     exec(compile(code, f"<{chapter}.{check}>", "exec"), namespace)
     assert _check(chapter, check)(namespace[name]) is True, code + capsys.readouterr().out
+
+
+def test_the_solutions_are_not_in_the_package_students_install():
+    """pyproject.toml's package list leaves commlab_instructor out of every wheel of commlab."""
+    import tomllib
+    from pathlib import Path
+
+    import setuptools
+
+    root = Path(__file__).resolve().parent.parent
+    find = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = setuptools.find_packages(where=str(root), include=find["include"])
+    assert "commlab.classroom" in packages and "commlab.chapters.exercises" in packages
+    assert not [p for p in packages if "instructor" in p or "solutions" in p]
+

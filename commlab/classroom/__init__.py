@@ -2,7 +2,7 @@
 
 * :mod:`~commlab.classroom.edition`: the student edition of a chapter and its autograder, made
   from the book's notebook (which stays the source) and the reference solutions of
-  :mod:`commlab.chapters.exercises.solutions`.
+  :mod:`commlab_instructor` (in the repository, not in the installed package).
 * :mod:`~commlab.classroom.grade`: a folder of submitted notebooks graded, by stated rules for
   which notebook and which cell, into one row per student and exercise with the check's message.
 * :mod:`~commlab.classroom.gradebook`: those rows as an instructor uses them: one row per student

@@ -2,9 +2,9 @@
 from the book's notebook, which stays the source.
 
 An **exercise** is a code cell of a chapter notebook that calls one of the chapter's checks,
-``chNN.check_<name>(<variable>)``; its reference solution is in
-:mod:`commlab.chapters.exercises.solutions`. :func:`master` rewrites a chapter notebook in otter's
-assignment format: each exercise cell becomes a question of 1 point whose answer cell shows the
+``chNN.check_<name>(<variable>)``; its reference solution is in :mod:`commlab_instructor`
+(beside the package in the repository, not installed with it). :func:`master` rewrites a chapter
+notebook in otter's assignment format: each exercise cell becomes a question of 1 point whose answer cell shows the
 book's cell to the student (an otter *prompt*) and holds the reference solution in the
 instructor's copy (an otter *solution block*), and whose hidden test calls
 :func:`commlab.classroom.limits.verdict`, i.e. the same check the cell calls. Every other cell is
@@ -17,8 +17,10 @@ at that cell while grading, so two exercises may reuse one variable name, as cha
 """
 from __future__ import annotations
 
+import importlib
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +28,21 @@ from pathlib import Path
 import nbformat
 
 import commlab
-from ..chapters.exercises.solutions import solution_source, variable
-
 BOOK = Path(commlab.__file__).resolve().parent.parent / "notebooks"
+INSTRUCTOR = BOOK.parent / "commlab_instructor"  # the reference solutions: in the repository, not the package
+
+
+def solutions():
+    """The reference solutions' module, ``commlab_instructor`` (found beside the package in a
+    clone of the repository; a wheel does not install it)."""
+    try:
+        return importlib.import_module("commlab_instructor")
+    except ImportError:
+        if not (INSTRUCTOR / "__init__.py").exists():
+            raise FileNotFoundError(f"no reference solutions in {INSTRUCTOR}: they are not installed with commlab; "
+                                    "the classroom works from a clone of the book's repository") from None
+        sys.path.insert(0, str(INSTRUCTOR.parent))
+        return importlib.import_module("commlab_instructor")
 CALL = re.compile(r"\b(ch\d\d)\.(check_\w+)\(\s*(\w*)")
 
 CONFIG = """# ASSIGNMENT CONFIG
@@ -100,14 +114,14 @@ def exercises(nb) -> list[Exercise]:
             raise ValueError(f"cell {i} calls {len(calls)} checks; an exercise cell calls one")
         if calls:
             chapter, check, argument = calls[0]
-            found.append(Exercise(chapter, check, variable(chapter, check), argument, i))
+            found.append(Exercise(chapter, check, solutions().variable(chapter, check), argument, i))
     return found
 
 
 def _answer_cell(source: str, ex: Exercise) -> str:
     """The book's cell as the student's prompt; the reference solution as the instructor's."""
-    solution = (f"from commlab.chapters.exercises import {ex.chapter}\n{solution_source(ex.chapter, ex.check)}"
-                f"{ex.chapter}.{ex.check}({ex.variable});")
+    worked = solutions().solution_source(ex.chapter, ex.check)
+    solution = f"from commlab.chapters.exercises import {ex.chapter}\n{worked}{ex.chapter}.{ex.check}({ex.variable});"
     return f'""" # BEGIN PROMPT\n{source.rstrip()}\n"""  # END PROMPT\n' \
            f"# BEGIN SOLUTION NO PROMPT\n{solution}\n# END SOLUTION"
 

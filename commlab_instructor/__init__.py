@@ -1,4 +1,11 @@
-"""Reference solutions of the book's exercises, for instructors: kept out of the student edition.
+"""Reference solutions of the book's exercises, for instructors: kept out of the student edition
+and out of the installed package.
+
+This folder sits beside ``commlab/`` in the repository and is not part of the package that
+``pip install`` builds (pyproject.toml installs ``commlab`` and its subpackages only), so a
+student who installs commlab from a wheel does not get it. The classroom commands, which work
+from a clone of the repository, find it there (:func:`commlab.classroom.edition.solutions`). The
+repository is public: a student with a clone has these files too, and the guide says so.
 
 One module per chapter (``ch00`` ... ``ch12``) holds one function per exercise, named like the
 exercise's check function without ``check_`` (``local_sgd_bytes`` for
