@@ -1,7 +1,8 @@
 """Reference solutions of chapter 06: quantization."""
 from __future__ import annotations
 
-VARIABLES = {"check_qsgd_bytes": "answer", "check_qsgd_bound": "answer", "check_unbiased": "my_quantizer"}
+VARIABLES = {"check_qsgd_bytes": "answer", "check_qsgd_bound": "answer", "check_qsgd_safe_levels": "answer",
+             "check_unbiased": "my_quantizer"}
 
 
 def qsgd_bytes():
@@ -23,6 +24,16 @@ def qsgd_bound():
 
     d, s = 10_000, 50
     return min(d / s ** 2, math.sqrt(d) / s)
+
+
+def qsgd_safe_levels():
+    """Exercise 2, second part: the smallest s with min(d / s^2, sqrt(d) / s) < 1, d = 10,000."""
+    import math
+
+    d, s = 10_000, 1
+    while min(d / s ** 2, math.sqrt(d) / s) >= 1:   # sqrt(d)/s is the smaller branch while s < sqrt(d)
+        s += 1
+    return s
 
 
 def unbiased():

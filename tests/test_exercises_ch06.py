@@ -32,6 +32,15 @@ def test_qsgd_bound(capsys):
     assert "expected a number" in " ".join(capsys.readouterr().out.split())
 
 
+def test_qsgd_safe_levels(capsys):
+    d = ch06.QSGD_BOUND["d"]
+    assert ch06.qsgd_bound(d, 100) == pytest.approx(1.0) and ch06.qsgd_bound(d, 101) < 1  # sqrt(d) = 100
+    assert ch06.check_qsgd_safe_levels(101) is True
+    assert ch06.check_qsgd_safe_levels(100) is False  # theta = 1 there: not below the signal
+    assert ch06.check_qsgd_safe_levels(None) is False
+    assert "not answered yet" in " ".join(capsys.readouterr().out.split())
+
+
 # ----------------------------------------------------------------------------- exercise 3
 def stochastic_sign(x, generator):
     """+-max|x|, +max with probability (1 + x/max) / 2: unbiased, one bit."""

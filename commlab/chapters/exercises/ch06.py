@@ -11,6 +11,7 @@ from . import check_function, check_number
 # the settings the exercises name
 QSGD_BYTES = dict(d=1_000_000, levels=16, bucket=512)  # exercise 1: a 1-D tensor of d fp32 values
 QSGD_BOUND = dict(d=10_000, levels=50)                  # exercise 2: one bucket holding all d values
+SAFE_BELOW = 1.0                                        # exercise 2, second part: theta below the signal
 DRAWS = 4000                                            # exercise 3: calls per test vector
 Z_LIMIT = 5.5                                           # exercise 3: largest |z| a fair coordinate may show
 
@@ -37,6 +38,16 @@ def check_qsgd_bound(answer) -> bool:
     return check_number("QSGD variance bound theta", answer, qsgd_bound(c["d"], c["levels"]), rel=1e-6,
                         hint="Lemma 3.1 of the QSGD paper with the bucket b = d: which branch of the "
                              "minimum is smaller?")
+
+
+def check_qsgd_safe_levels(answer) -> bool:
+    """Exercise 2, second part: the smallest number of levels s for which QSGD's bound on one
+    bucket of d = 10,000 values promises an error below the signal, theta < 1."""
+    d = QSGD_BOUND["d"]
+    want = next(s for s in range(1, d + 2) if qsgd_bound(d, s) < SAFE_BELOW)
+    return check_number("fewest levels with theta < 1", answer, want, rel=0.0,
+                        hint="Both branches of min(d/s^2, sqrt(d)/s) fall as s grows; at s = 50 the "
+                             "second is the smaller. Where does the smaller one drop below 1?")
 
 
 def _vectors() -> list[torch.Tensor]:
