@@ -45,7 +45,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
@@ -238,7 +238,8 @@ def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60, n
             return w, result
 
         with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
-            for n, ((s, c, _), result) in enumerate(pool.map(run, todo), 1):
+            for n, finished in enumerate(as_completed([pool.submit(run, w) for w in todo]), 1):
+                (s, c, _), result = finished.result()
                 saved[(s, c)] = result
                 done = "no points" if isinstance(result, str) else \
                     f"{sum(p for p, _ in result.values()):g} of {len(book[c]):g} points"
