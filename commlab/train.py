@@ -43,7 +43,7 @@ from .worker import Worker, evaluate
 
 _BUILD_LOCK = threading.Lock()  # threads share torch's global RNG: build models one at a time
 # A rank step of fewer training FLOPs than this is Python-bound: on the threads runtime its ranks
-# share one core (runtime.threads.caller_core; measured on 2 cores: 8 ranks of the digits MLP,
+# share one core (runtime.thread_ranks.caller_core; measured on 2 cores: 8 ranks of the digits MLP,
 # 0.9 MFLOP a step, 2.4x faster on one core; a 65 MFLOP step breaks even; 230 MFLOP 1.3x slower)
 PYTHON_BOUND_FLOPS = 3e7
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from commlab.runtime import Aborted, CommTimeout, launch
-from commlab.runtime.threads import ThreadComm, World, caller_core
+from commlab.runtime.thread_ranks import caller_core
+from commlab.runtime.threads import ThreadComm, World
 
 
 def _reduce_random(comm, numel):

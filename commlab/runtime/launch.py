@@ -24,7 +24,7 @@ import torch
 from .. import checks
 from ..net.clock import as_network
 from .processes import connect, run_processes
-from .threads import caller_core, run_threads
+from .thread_ranks import caller_core, run_threads
 
 RUNTIMES = ("threads", "gloo", "nccl")
 
@@ -62,7 +62,7 @@ def launch(fn, world_size: int | None = None, runtime: str = "threads", net=None
     start_method: how Gloo and NCCL rank processes start, "fork", "forkserver" or "spawn"
     (None: :func:`resolve_start_method`'s choice; fork is refused where it is unsafe).
     one_core: threads runtime only; run every rank thread on one processor core
-    (:func:`commlab.runtime.threads.caller_core`): right for ranks whose steps are Python-bound.
+    (:func:`commlab.runtime.thread_ranks.caller_core`): right for ranks whose steps are Python-bound.
     """
     network = as_network(net)
     if runtime in ("gloo", "nccl") and under_torchrun():
