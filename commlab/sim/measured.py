@@ -27,6 +27,8 @@ a model of the step. :func:`measure` times the step itself, the way Daydream (Zh
   (the test holds them within 25% on two models on this CPU, one thread; measured beside two busy
   processes on 2 cores: 0.89 to 1.06).
 
+``about["memory"]`` is what the step holds (:func:`~commlab.sim.step_memory.step_memory`).
+
 Cost: warmup + 2 steps forward and backward of the model, and one forward pass to find the layers.
 """
 from __future__ import annotations
@@ -40,6 +42,7 @@ import torch
 from ..models.intensity import floating_tensors
 from ..schedule.profile import Profile, layer_flops
 from .devices import DEVICES
+from .step_memory import step_memory
 
 # a CUDA device's name -> the simulator's device of that kind (compression arithmetic is timed on it)
 _GPU_NAMES = (("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("V100", "v100"), ("2080 Ti", "rtx2080ti"))
@@ -107,7 +110,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     call = (lambda: model(**x)) if isinstance(x, Mapping) else (lambda: model(x))
     try:
         names, flops, positions = layer_flops(model, x)
-        loss(call()).backward()  # a step that cannot run fails here, before any timing
+        memory = step_memory(model, call, loss, params)  # a step that cannot run fails here, before any timing
     except ValueError:
         raise
     except Exception as e:  # noqa: BLE001 - the step's own error, named with the input it got
@@ -123,7 +126,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     about = {"measured": f"{_Clock(cuda).kind} per layer", "torch": torch.__version__,
              "device": gpu or f"cpu ({threads} thread{'s' if threads > 1 else ''})",
              "batch": batch, "input": _shape(x), "model": type(model).__name__, "steps": steps,
-             "warmup": warmup, "step_s": whole, "flops": [float(f) for f in flops]}
+             "warmup": warmup, "step_s": whole, "flops": [float(f) for f in flops], "memory": memory}
     return Profile(forward, backward, [sum(p.numel() * p.element_size() for p in ps) for ps in layers],
                    batch=batch, names=names, params=positions, itemsize=params[0].element_size(),
                    shapes=[[tuple(p.shape) for p in ps] for ps in layers], device=_sim_device(gpu),
