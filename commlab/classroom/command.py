@@ -32,6 +32,9 @@ def add(sub, fmt) -> None:
                    help="seconds an exercise's answer cell, and its check, may run")
     g.add_argument("--notebook-limit", type=float, default=900.0, help="seconds a whole notebook may run")
     g.add_argument("--jobs", type=int, default=1, help="notebooks graded at once")
+    g.add_argument("--isolate", default="namespace", choices=["namespace", "none"],
+                   help="namespace: each submission sees a read-only system, its own throwaway folder, and not "
+                        "the other submissions or the reference solutions (Linux); none: it runs with your access")
     g.add_argument("--resume", action="store_true",
                    help="keep the results already in <out>_journal/ for notebooks that did not change")
 
@@ -50,7 +53,7 @@ def run(p, a) -> int:
         out = Path(a.out)
         journal = out.with_name(f"{out.stem}_journal")
         book = grade.grade(a.folder, a.chapters, a.exercise_limit, a.notebook_limit, a.jobs, journal=journal,
-                           resume=a.resume)
+                           resume=a.resume, isolate=a.isolate)
     except (ValueError, FileNotFoundError) as e:
         p.error(str(e))
     written = gradebook.write(book, out, book.attrs.get("notes"))

@@ -1,21 +1,28 @@
-"""Grade a folder of submitted notebooks with otter-grader, offline, into a gradebook.
+"""Grade a folder of submitted notebooks, offline, into a gradebook a student's code cannot forge.
 
 The folder holds one folder per student, each with that student's chapter notebooks (the student
-edition of :mod:`commlab.classroom.edition`, answered). :func:`grade` builds each chapter's
-autograder from the book, then runs ``otter run`` on every notebook: otter executes it in a fresh
-kernel of this environment (no Docker, no network), runs each exercise's check right after its
-answer cell, and writes its results as JSON. One row per student and exercise comes out:
+edition of :mod:`commlab.classroom.edition`, answered). Each notebook is graded in two processes
+that share nothing but data:
+
+1. **collect** (:mod:`commlab.classroom.collect`): the notebook runs in a fresh kernel, in a
+   throwaway folder, and each exercise's answer is written down as plain data (numbers, strings,
+   tensors; a function as its source);
+2. **score** (:mod:`commlab.classroom.score`): a fresh process imports the checks, then reads
+   those answers and judges them; a function answer runs in a sandboxed child process
+   (:mod:`commlab.classroom.sandbox`). Points come from this process alone, clamped to 0..1.
+
+The student's kernel is never asked for a score. One row per student and exercise comes out:
 
     student, chapter, exercise, points, max_points, message
 
-where ``message`` is what the check said (``correct`` when it passed) and points never exceed
-the exercise's maximum. A chapter that some student handed in and another did not gets the other
-"not submitted" rows, so every student has the same rows.
+where ``message`` is what the check said (``correct`` when it passed). A chapter that some
+student handed in and another did not gets the other "not submitted" rows, so every student has
+the same rows.
 
 **Which notebook, and which cell, is graded** (nothing is chosen silently; each rule's outcome
 is in the gradebook's message or the student's feedback, and printed):
 
-* A notebook is a chapter's by the assignment name otter wrote into it, else by its file name
+* A notebook is a chapter's by the assignment name the student edition carries, else by its file name
   beginning with the chapter's (``01_why_communication-Copy1.ipynb`` is chapter 01's). Any other
   ``.ipynb`` file is ignored, and named in the student's feedback.
 * Two notebooks of one chapter from one student: neither is graded ("keep one").
@@ -26,10 +33,11 @@ is in the gradebook's message or the student's feedback, and printed):
   next exercise is never graded on its variable: each exercise's variable is deleted before its
   answer cell runs. Of several cells that call one check, the last is graded, and the message says so.
 
-What a broken submission costs: an exception costs the exercise it happens in (otter executes
-with errors allowed); an answer cell or check that runs past ``exercise_limit`` seconds is
-stopped and costs that exercise (:mod:`commlab.classroom.limits`); a notebook still running after
-``notebook_limit`` seconds is killed with its kernel, and its exercises score 0 with that reason.
+What a broken submission costs: an exception costs the exercise it happens in (the notebook runs
+with errors allowed); an answer cell that runs past ``exercise_limit`` seconds is stopped and
+costs that exercise (:mod:`commlab.classroom.limits`), and so does a function answer whose check
+runs past it in the sandbox; a notebook still running after ``notebook_limit`` seconds is killed
+with its kernel, the answers collected until then are scored, and the rest score 0 with that reason.
 
 **As it goes**: each notebook's result is saved in ``journal`` (a folder) as soon as it is
 graded, and printed; with ``resume``, results already there for an unchanged notebook are kept,
@@ -52,7 +60,7 @@ import nbformat
 import pandas as pd
 
 from ..files import write_atomic
-from .edition import assign, chapters, exercises
+from .edition import INSTRUCTOR, chapters, exercises
 from .gradebook import LONG, NOT_SUBMITTED, one_line
 
 MAX_POINTS = 1.0  # every exercise is one question of one point
@@ -94,42 +102,31 @@ def handed_in(student: Path, known: dict) -> tuple[dict, list[str]]:
     return found, notes
 
 
-def as_handout(nb, chapter: str, book_exercises) -> tuple[object, dict]:
-    """The submission with otter's marks where this module's rules put them: each exercise's
-    answer is the last code cell that calls its check. Returns the notebook and, per exercise
-    whose cell is missing or repeated, what the gradebook must say."""
+def as_handout(nb, chapter: str, book_exercises) -> tuple[object, dict, dict]:
+    """Where this module's rules put each exercise's answer: the last code cell that calls its
+    check. Returns the notebook (a copy), {cell index: exercise} and, per exercise whose cell is
+    missing or repeated, what the gradebook must say (and whether it scores 0)."""
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a copy
     nb.metadata.setdefault("otter", {})["assignment_name"] = chapter
     calls = {}
     for i, cell in enumerate(nb.cells):
-        cell.metadata.get("otter", {}).pop("tests", None)
         if cell.cell_type == "code":
             for ex in book_exercises:
                 if re.search(rf"\b{ex.chapter}\.{ex.check}\(", cell.source):
                     calls.setdefault(ex.name, []).append(i)
-    said = {}
+    said, marks = {}, {}
     for ex in book_exercises:
         cells = calls.get(ex.name, [])
         if not cells:
             said[ex.name] = (f"the answer cell is missing: no cell calls {ex.chapter}.{ex.check}({ex.variable})", True)
             continue
-        nb.cells[cells[-1]].metadata.setdefault("otter", {})["tests"] = [ex.name]
+        marks[cells[-1]] = ex
         if len(cells) > 1:
             said[ex.name] = (f"({len(cells)} cells call {ex.chapter}.{ex.check}; the last one was graded)", False)
-    return nb, said
+    return nb, marks, said
 
 
-# ----- running otter ---------------------------------------------------------------------------
-def _message(output: str) -> str:
-    """The failing check's message from otter's test output: the lines after the test's
-    source line (``Error at line N in test ...`` and the line itself), without the exception's
-    name when it is the check's refusal."""
-    lines = [line.strip() for line in output.splitlines()]
-    at = next((i for i, line in enumerate(lines) if line.startswith("Error at line")), None)
-    text = " ".join(line for line in lines[at + 2:] if line) if at is not None else " ".join(lines[-1:])
-    return text.removeprefix("NotSolved: ")
-
-
+# ----- running a submission, then scoring it ---------------------------------------------------
 def _kill_tree(proc: subprocess.Popen) -> None:
     import psutil  # installed with ipykernel
 
@@ -138,7 +135,7 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     except psutil.NoSuchProcess:
         family = []
     proc.kill()
-    for child in family:  # the kernel otter started, and whatever it started
+    for child in family:  # the kernel, and whatever it started
         try:
             child.kill()
         except psutil.NoSuchProcess:
@@ -146,43 +143,93 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _run_otter(notebook, autograder: Path, limit: float) -> dict | str:
-    """Otter's results for one notebook ({exercise: (points, message)}), or why there are none;
-    points are clamped to 0..MAX_POINTS whatever the results file says."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "results"
-        out.mkdir()
-        path = Path(tmp) / "submission.ipynb"
-        nbformat.write(notebook, path)
-        cmd = [sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out), "--no-logo", str(path)]
-        proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            log, _ = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            return f"not graded: the notebook ran past its time limit of {limit:g} s and was stopped"
-        results = out / "results.json"
-        if not results.exists():
-            last = [line for line in log.splitlines() if line.strip()][-1:] or ["no output"]
-            return f"not graded: otter failed ({last[0].strip()})"
-        tests = json.loads(results.read_text())["tests"]
-    return {t["name"]: (min(max(float(t["score"]), 0.0), MAX_POINTS),
-                        "correct" if t["score"] == t["max_score"] else _message(t["output"]))
-            for t in tests if "max_score" in t}
+def _run(args: list[str], cwd: Path, limit: float) -> str | None:
+    """Run ``python -m commlab.classroom.<args>`` in ``cwd``; None, or why it did not finish."""
+    proc = subprocess.Popen([sys.executable, "-m", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        log, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        return f"ran past its time limit of {limit:g} s and was stopped"
+    if proc.returncode:
+        last = [line for line in log.splitlines() if line.strip()][-1:] or ["no output"]
+        return f"failed ({last[0].strip()[:200]})"
+    return None
 
 
-def _grade_one(handed, chapter, book_exercises, autograder, limit) -> dict | str:
+def _read_answers(path: Path, most: int = 64 << 20) -> str | None:
+    """The answers file the kernel wrote (a regular file, at most ``most`` bytes), or None."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    with open(path, "rb") as f:
+        return f.read(most).decode(errors="replace")
+
+
+def _grade_submission(nb, marks: dict, book_exercises, exercise_limit: float, notebook_limit: float,
+                      hidden: list[str] | None) -> dict | str:
+    """{exercise: (points, message)} of one notebook: run in a throwaway folder to collect its
+    answers (:mod:`~commlab.classroom.collect`), isolated there with ``hidden`` covered (None: not
+    isolated), then scored in a fresh process (:mod:`~commlab.classroom.score`); or why it has no
+    scores. The grader's own files are in a private folder, hidden from the student's code."""
+    from .collect import grader_cells
+
+    with tempfile.TemporaryDirectory() as private, tempfile.TemporaryDirectory() as throwaway:
+        private, work = Path(private), Path(throwaway) / "work"
+        work.mkdir()
+        cover = None if hidden is None else json.dumps([*hidden, str(private)])
+        nbformat.write(grader_cells(nb, marks, exercise_limit), work / "submission.ipynb")
+        ran = _run(["commlab.classroom.collect", "submission.ipynb", "answers.jsonl", cover], work, notebook_limit)
+        collected = _read_answers(work / "answers.jsonl")
+        if collected is None:
+            return f"not graded: the notebook {ran or 'left no answers'}"
+        (private / "answers.jsonl").write_text(collected)
+        (private / "exercises.json").write_text(json.dumps([
+            {"name": ex.name, "chapter": ex.chapter, "check": ex.check, "variable": ex.variable}
+            for ex in book_exercises]))
+        limit = 60 + exercise_limit * len(book_exercises)
+        failed = _run(["commlab.classroom.score", "exercises.json", "answers.jsonl", "scores.json",
+                       str(exercise_limit), cover or "null"], private, limit)
+        scores = private / "scores.json"
+        if failed or not scores.exists():
+            return f"not graded: scoring {failed or 'wrote no scores'}"
+        got = {name: (min(max(float(p), 0.0), MAX_POINTS), str(m))
+               for name, (p, m) in json.loads(scores.read_text()).items()}
+    if ran:
+        stop = f"not graded: the notebook {ran} before this exercise's answer was collected"
+        got = {k: (v if not v[1].startswith("no answer was collected") else (0.0, stop)) for k, v in got.items()}
+    return got
+
+
+def _grade_one(handed, chapter, book_exercises, exercise_limit, notebook_limit, hidden) -> dict | str:
     """One student's chapter: {exercise: (points, message)}, or the reason it has none."""
     if isinstance(handed, str):
         return handed
-    nb, said = as_handout(handed[1], chapter, book_exercises)
-    got = _run_otter(nb, autograder, limit)
+    nb, marks, said = as_handout(handed[1], chapter, book_exercises)
+    got = _grade_submission(nb, marks, book_exercises, exercise_limit, notebook_limit, hidden)
     if isinstance(got, str):
         return got
     for name, (text, missing) in said.items():
         points, message = got.get(name, (0.0, "not graded"))
         got[name] = (0.0, text) if missing else (points, f"{message} {text}")
     return got
+
+
+ISOLATION = ("namespace", "none")
+
+
+def _check_isolation(isolate: str) -> None:
+    """Refuse an isolation level that is unknown, or not available here, with the reason."""
+    if isolate not in ISOLATION:
+        raise ValueError(f"isolate={isolate!r} is not one of {', '.join(ISOLATION)}")
+    if isolate == "namespace":
+        from .isolation import available
+
+        why = available()
+        if why:
+            raise ValueError(f"isolate='namespace' is not available here ({why}); grade with isolate='none' "
+                             "(--isolate none) to run submissions with your own access, knowing what that "
+                             "gives up (the guide's threat model)")
 
 
 # ----- the whole folder ------------------------------------------------------------------------
@@ -192,18 +239,23 @@ def _key(handed) -> str:
 
 
 def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60, notebook_limit: float = 900,
-          jobs: int = 1, journal=None, resume: bool = False, say=print) -> pd.DataFrame:
+          jobs: int = 1, journal=None, resume: bool = False, isolate: str = "namespace",
+          say=print) -> pd.DataFrame:
     """The gradebook of ``folder`` (one folder per student) as a DataFrame of
     :data:`~commlab.classroom.gradebook.LONG`; ``attrs["notes"]`` holds each student's notes on
     the files handed in. ``journal``: a folder where each notebook's result is saved as it is
     graded (default: a temporary one); ``resume``: keep the results saved there for unchanged
-    notebooks. ``say`` prints progress."""
-    folder = Path(folder).resolve()  # otter runs in a folder of its own
+    notebooks. ``isolate``: "namespace" (the student's code sees a read-only system, its own
+    throwaway folder, and not the other submissions, the journal or the reference solutions:
+    :mod:`~commlab.classroom.isolation`; refused where the system cannot) or "none" (it runs as
+    you, with your access). ``say`` prints progress."""
+    folder = Path(folder).resolve()  # each notebook runs in a folder of its own
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of student folders")
     for name, value in (("exercise_limit", exercise_limit), ("notebook_limit", notebook_limit), ("jobs", jobs)):
         if not value > 0:
             raise ValueError(f"{name} must be > 0, got {value!r}")
+    _check_isolation(isolate)
     known = {p.stem: p for p in chapters(chapter_spec)}
     students = sorted(p for p in folder.iterdir() if p.is_dir())
     if not students:
@@ -216,6 +268,8 @@ def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60, n
     with tempfile.TemporaryDirectory() as tmp:
         journal = Path(journal) if journal is not None else Path(tmp) / "journal"
         journal.mkdir(parents=True, exist_ok=True)
+        hidden = None if isolate == "none" else [str(folder), str(journal.resolve())] + \
+            ([str(INSTRUCTOR)] if INSTRUCTOR.is_dir() else [])
         work = [(s, c, f[c]) for s, (f, _) in found.items() for c in graded if c in f]
         saved = {}
         for s, c, handed in work:
@@ -226,14 +280,13 @@ def grade(folder, chapter_spec: str | None = None, exercise_limit: float = 60, n
                     saved[(s, c)] = kept["result"]
         todo = [w for w in work if (w[0], w[1]) not in saved]
         say(f"grading {len(todo)} notebook(s) of {len(students)} student(s)"
-            + (f"; {len(saved)} kept from {journal}" if saved else ""))
-        if todo:
-            assign([known[c] for c in graded], Path(tmp) / "student", exercise_limit, Path(tmp) / "autograders")
+            + (f"; {len(saved)} kept from {journal}" if saved else "")
+            + ("; isolation: none, the submissions run as you" if isolate == "none" else
+               "; isolation: each submission sees a read-only system and its own folder"))
 
         def run(w):
             s, c, handed = w
-            result = _grade_one(handed, c, book[c], Path(tmp) / "autograders" / f"{c}-autograder.zip",
-                                notebook_limit)
+            result = _grade_one(handed, c, book[c], exercise_limit, notebook_limit, hidden)
             write_atomic(journal / f"{s}--{c}.json", json.dumps({"key": _key(handed), "result": result}))
             return w, result
 

@@ -60,11 +60,13 @@ def _stop(signum, frame):
     raise ExerciseTimeout(_stop_message())
 
 
-def exercise(name: str, seconds: float, variable: str | None = None) -> None:
-    """Give the next two cells (the answer and the check otter runs after it) ``seconds`` each,
+def exercise(name: str, seconds: float, variable: str | None = None, check: tuple[str, str] | None = None) -> None:
+    """Give the next two cells (the answer and the grader's cell after it) ``seconds`` each,
     for exercise ``name``, and note whether the answer cell raises; delete ``variable`` first, so
     that an answer cell that does not assign it is never graded on an earlier exercise's value.
-    Runs in an IPython kernel's main thread (the one that receives signals)."""
+    ``check``: (chapter, check) replaced by a stub for the rest of the run: the answer is judged
+    after the notebook ends (:mod:`commlab.classroom.score`), so running the check here would
+    cost its time for nothing. Runs in an IPython kernel's main thread (the one that receives signals)."""
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
     from IPython import get_ipython
@@ -78,7 +80,14 @@ def exercise(name: str, seconds: float, variable: str | None = None) -> None:
         signal.signal(signal.SIGALRM, _stop)
     if variable is not None:
         shell.user_ns.pop(variable, None)
+    if check is not None:
+        module = importlib.import_module(f"commlab.chapters.exercises.{check[0]}")
+        setattr(module, check[1], _graded_later)
     _STATE.update(exercise=name, left=2, seconds=float(seconds), stopped=None, raised=None)
+
+
+def _graded_later(answer=None, *args, **kwargs):
+    print("(graded after the notebook has run, in a process of its own)")
 
 
 def verdict(env: dict, chapter: str, check: str, variable: str) -> None:
