@@ -12,7 +12,9 @@ profiles and a cluster of nodes, GPUs and links, at thousands of GPUs::
 Links are named in :data:`commlab.net.link.PROFILES` (nominal, measured in the literature:
 :mod:`commlab.net.measured`, transports: :mod:`commlab.net.protocols`). Modules, one idea each:
 :mod:`.devices` (profiles from FLOPs, scaled to a device's single-GPU throughput),
-:mod:`.measured` (a profile timed layer by layer on this CPU or a GPU), :mod:`.profile_file`
+:mod:`.measured` (a profile timed layer by layer on this CPU or a GPU, with what each layer's
+operators do, :mod:`.op_trace`, and the step's memory, :mod:`.step_memory`), :mod:`.to_device`
+(a measured profile put on another device by a roofline per operator), :mod:`.profile_file`
 (a profile saved as JSON and read back; a file wherever a built-in name is taken),
 :mod:`.cluster` (nodes and links, and which collective model and why),
 :mod:`.closed_forms` (closed forms), :mod:`.events` (the message-level event loop),
@@ -41,9 +43,10 @@ from .frameworks import FRAMEWORKS, Framework, framework
 from .on_fabric import OnFabric
 from .iteration import LEVELS, METHODS, Iteration, iteration
 from .measured import measure
+from .to_device import RATES, describe, to_device
 from .profile_file import load_profile, resolve, save_profile
 from . import survey  # noqa: E402  (after iteration, which it reads)
 
-__all__ = ["Profile", "profile", "measure", "save_profile", "load_profile", "resolve", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
+__all__ = ["Profile", "profile", "measure", "to_device", "describe", "RATES", "save_profile", "load_profile", "resolve", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
            "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "OnFabric", "comm_time", "iteration", "Iteration",
            "METHODS", "LEVELS", "FRAMEWORKS", "Framework", "framework", "survey"]

@@ -22,12 +22,15 @@ a model of the step. :func:`measure` times the step itself, the way Daydream (Zh
   lengthen it, where the wall clock of a step on a busy 2-core machine swung by 2x; with several
   math threads, the wall clock (``time.perf_counter``), and the machine should be quiet.
 * Each number is the **median** over ``steps`` steps after ``warmup`` steps. Each hooked step is
-  followed by the same step without hooks, whose median is ``about["step_s"]`` (interleaved, so
+  followed by the same step without hooks, whose median is ``about["step_s"]`` and whose fastest
+  and slowest are ``about["step_range_s"]`` (interleaved, so
   that both see the same machine); the per-layer times add up to it within the hooks' overhead
   (the test holds them within 25% on two models on this CPU, one thread; measured beside two busy
   processes on 2 cores: 0.89 to 1.06).
 
-``about["memory"]`` is what the step holds (:func:`~commlab.sim.step_memory.step_memory`).
+``about["memory"]`` is what the step holds (:func:`~commlab.sim.step_memory.step_memory`);
+``about["ops"]`` what each layer's operators do (:func:`~commlab.sim.op_trace.trace_ops`), which
+:func:`~commlab.sim.to_device.to_device` maps to another device.
 
 Cost: warmup + 2 steps forward and backward of the model, and one forward pass to find the layers.
 """
@@ -42,6 +45,7 @@ import torch
 from ..models.intensity import floating_tensors
 from ..schedule.profile import Profile, layer_flops
 from .devices import DEVICES
+from .op_trace import trace_ops
 from .step_memory import step_memory
 
 # a CUDA device's name -> the simulator's device of that kind (compression arithmetic is timed on it)
@@ -111,6 +115,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     try:
         names, flops, positions = layer_flops(model, x)
         memory = step_memory(model, call, loss, params)  # a step that cannot run fails here, before any timing
+        ops = trace_ops(model, call, loss, names, positions, params)
     except ValueError:
         raise
     except Exception as e:  # noqa: BLE001 - the step's own error, named with the input it got
@@ -126,7 +131,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     about = {"measured": f"{_Clock(cuda).kind} per layer", "torch": torch.__version__,
              "device": gpu or f"cpu ({threads} thread{'s' if threads > 1 else ''})",
              "batch": batch, "input": _shape(x), "model": type(model).__name__, "steps": steps,
-             "warmup": warmup, "step_s": whole, "flops": [float(f) for f in flops], "memory": memory}
+             "warmup": warmup, "step_s": statistics.median(whole), "step_range_s": [min(whole), max(whole)], "flops": [float(f) for f in flops], "memory": memory, "ops": ops}
     return Profile(forward, backward, [sum(p.numel() * p.element_size() for p in ps) for ps in layers],
                    batch=batch, names=names, params=positions, itemsize=params[0].element_size(),
                    shapes=[[tuple(p.shape) for p in ps] for ps in layers], device=_sim_device(gpu),
@@ -158,7 +163,7 @@ def _sim_device(gpu: str | None):
 
 
 def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, steps):
-    """(per-layer forward medians, per-layer backward medians, the unhooked step's median). Each
+    """(per-layer forward medians, per-layer backward medians, the unhooked step's seconds). Each
     round runs one step with the hooks and one without, so both see the same machine."""
     modules = dict(model.named_modules())
     L = len(names)
@@ -224,7 +229,7 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
         for h in handles:
             h.remove()
         model.zero_grad(set_to_none=True)
-    return ([statistics.median(v) for v in fwd], [statistics.median(v) for v in bwd], statistics.median(whole))
+    return [statistics.median(v) for v in fwd], [statistics.median(v) for v in bwd], whole
 
 
 def versus_flops(profile: Profile, flops: float | None = None):
