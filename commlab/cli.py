@@ -99,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("simulate", help="simulate one iteration on a cluster", formatter_class=fmt,
                        epilog=_epilog(("profile", "method", "cluster link")))
-    s.add_argument("--model", default="resnet50", help="a built-in profile")
+    s.add_argument("--model", default=None, help="a built-in profile (default resnet50)")
     s.add_argument("--gpus", type=int, default=32)
     s.add_argument("--gpus-per-node", type=int, default=4)
     s.add_argument("--net", default="100GbIB", help="the link between nodes (a cluster link)")
@@ -108,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("advise", help="rank configurations by predicted time to a target", formatter_class=fmt,
                        epilog=_epilog(("advised model", "cluster link")))
-    v.add_argument("--model", default="resnet50", help="a built-in profile or a large model")
+    v.add_argument("--model", default=None, help="a built-in profile or a large model (default resnet50)")
     v.add_argument("--gpus", type=int, default=32)
     v.add_argument("--gpus-per-node", type=int, default=4)
     v.add_argument("--net", default="100GbIB", help="the link between nodes (a cluster link)")
@@ -124,6 +124,9 @@ def parser() -> argparse.ArgumentParser:
     for parser_ in (s, v):
         parser_.add_argument("--profile", default=None, help="a profile file (python -m commlab profile) "
                                                               "instead of --model")
+        parser_.add_argument("--device", default=None, choices=list(sim.RATES),
+                             help="with --profile: the GPU each worker is, the profile's operators mapped to it by "
+                                  "a roofline (commlab.sim.to_device); without it, the device it was measured on")
     own_model.add_parser(sub, fmt)
     classroom.add(sub, fmt)
     return top

@@ -18,14 +18,28 @@ def say(text: str, width: int = 100) -> None:
 
 
 def profile_or_name(p, a, names):
-    """--profile's file read as a Profile, else --model checked against ``names``."""
+    """--profile's file read as a Profile (mapped to --device if given), else --model checked
+    against ``names``; says where a profile's seconds come from."""
+    if a.profile is not None and a.model is not None:
+        p.error(f"give --model or --profile, not both (--model {a.model!r}, --profile {a.profile!r})")
     if a.profile is None:
+        if a.device is not None:
+            p.error("--device maps a measured profile (--profile) to another device; the built-in models are "
+                    "profiles of the survey's RTX 2080 Ti")
+        a.model = a.model or "resnet50"
         check_name(p, "--model", a.model, names)
         return a.model
     try:
-        return sim.load_profile(a.profile)
+        profile = sim.load_profile(a.profile)
+        if a.device is not None:
+            profile = sim.to_device(profile, a.device)
     except (ValueError, FileNotFoundError) as e:
         p.error(f"--profile: {e}")
+    where = sim.describe(profile)
+    cpu = str(profile.about.get("device", "")).startswith("cpu") and a.device is None
+    say(where + ("; each worker is simulated as that CPU (give --device v100, a100, h100 or h200 to map the "
+                 "profile to a GPU)" if cpu else ""))
+    return profile
 
 
 def check_name(p, flag, value, valid):

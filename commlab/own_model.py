@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+import re
 
 import torch
 
@@ -96,6 +97,9 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--vocab", type=int, default=None, help="the input is token ids below this")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--steps", type=int, default=10, help="timed steps (the median is kept)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch's math threads on a CPU (default 1: each layer timed by the thread's own CPU "
+                        "time, which other programs do not lengthen)")
     p.add_argument("--warmup", type=int, default=3, help="steps run before timing")
     p.add_argument("--out", required=True, help="the profile file to write (.json)")
 
@@ -106,8 +110,14 @@ def run(p, a) -> int:
 
     if not a.out.lower().endswith(".json"):
         p.error(f"--out {a.out!r} must end in .json")
+    if not (a.device == "cpu" or a.device == "cuda" or re.fullmatch(r"cuda:\d+", a.device)):
+        p.error(f"--device {a.device!r} is not a device to measure on; valid: cpu, cuda, cuda:N")
     if a.device.startswith("cuda") and not torch.cuda.is_available():
         p.error(f"--device {a.device!r}: no CUDA GPU is visible here; valid: cpu")
+    if a.threads < 1:
+        p.error(f"--threads {a.threads} must be >= 1")
+    if a.device == "cpu":
+        torch.set_num_threads(a.threads)
     try:
         x = example_input(a.input, a.batch, a.vocab)
         model = builder(a.model)(None)
@@ -126,9 +136,21 @@ def run(p, a) -> int:
           f"{prof.about['device']}: the layers add up to {t['measured_s'] * 1e3:.4g} ms, the step without hooks "
           f"takes {t['step_s'] * 1e3:.4g} ms; the FLOP count predicts "
           + (f"{t['flops_s'] * 1e3:.4g} ms at {t['flops_rate'] / 1e9:.4g} GFLOP/s" if t["flops_s"] else "nothing here"))
-    worst = table.iloc[(table["measured/flops"].fillna(math.inf) - 1).abs().argmax()]
-    print(f"furthest from its FLOP share: {worst['layer']} ({worst['measured_share']:.1%} of the step, "
-          f"{worst['flops_share']:.1%} of the FLOPs)")
+    low, high = prof.about["step_range_s"]
+    print(f"the step without hooks over {a.steps} steps: fastest {low * 1e3:.4g} ms, median {t['step_s'] * 1e3:.4g} ms, "
+          f"slowest {high * 1e3:.4g} ms"
+          + (f"; WARNING: a spread of {high / low - 1:.0%}: the machine was busy, or the steps differ; measure again "
+             "on a quiet machine, or with more --steps" if high > 1.2 * low else ""))
+    counted = table[table["flops_share"] > 0]
+    if len(counted):
+        worst = counted.iloc[(counted["measured/flops"].map(math.log)).abs().argmax()]
+        print(f"furthest from its FLOP share: {worst['layer']} ({worst['measured_share']:.1%} of the step, "
+              f"{worst['flops_share']:.1%} of the FLOPs, {worst['measured/flops']:.3g} times its share)")
+    free = table[table["flops_share"] == 0]
+    if len(free):
+        print(f"no counted FLOPs (their time is not arithmetic the count sees): {', '.join(free['layer'].head(8))}"
+              + (f" and {len(free) - 8} more" if len(free) > 8 else "")
+              + f", {free['measured_share'].sum():.1%} of the step")
     print(f"wrote {a.out}")
     return 0
 

@@ -60,8 +60,13 @@ def test_round_trip_profile_file_simulate_advise_train(mine, capsys):
     assert prof.names == ("0", "4", "6") and prof.batch == 16 and prof.about["model"] == "mine_model:build"
 
     assert main(["simulate", "--profile", "mine.json", "--gpus", "8", "--net", "tcp-25GbE"]) == 0
-    printed = capsys.readouterr().out
-    assert printed.startswith("mine.json on 2 node(s) x 4 GPUs") and "speedup over one GPU" in printed
+    printed = " ".join(capsys.readouterr().out.split())
+    assert printed.startswith("measured on cpu (1 thread")
+    assert "each worker is simulated as that CPU" in printed and "speedup over one GPU" in printed
+    assert "mine.json on 2 node(s) x 4 GPUs" in printed
+    assert main(["simulate", "--profile", "mine.json", "--gpus", "8", "--device", "v100"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert printed.startswith("measured on cpu (1 thread), mapped to v100 by a roofline per operator")
 
     assert main(["advise", "--profile", "mine.json", "--gpus", "8", "--net", "tcp-25GbE", "--top", "3"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
@@ -102,6 +107,9 @@ def test_builders_loaders_and_inputs_are_read_as_documented(mine):
     (["profile", "--model", "mine_model:build", "--input", "3x8x8", "--out", "p.txt"], "must end in .json"),
     (["simulate", "--profile", "missing.json"], "--profile: no profile file 'missing.json'"),
     (["advise", "--profile", "mine_model.py"], "--profile: unknown model|not a profile file"),
+    (["simulate", "--profile", "p.json", "--model", "resnet50"], "give --model or --profile, not both"),
+    (["advise", "--device", "v100"], "--device maps a measured profile"),
+    (["simulate", "--profile", "p.json", "--device", "tpu"], "invalid choice: 'tpu'"),
 ])
 def test_bad_names_end_with_status_2_and_the_reason(mine, capsys, args, says):
     with pytest.raises(SystemExit) as stop:
