@@ -1,0 +1,146 @@
+"""The compression model against GRACE's measured grid: ResNet-50 on 8 V100s at 1, 10 and 25 Gb/s.
+
+Xu et al. ("GRACE: A Compressed Communication Framework for Distributed Machine Learning", ICDCS
+2021) released the throughputs they measured (sands-lab/grace-data). ``grace_resnet50_8workers.json``
+beside this module holds the ResNet-50 runs on 8 workers and the one-worker run, unchanged:
+TensorFlow's tf_cnn_benchmarks with Horovod over MPI (Open MPI over TCP), one V100 per node,
+Ethernet limited to 1, 10 or 25 Gb/s, each compressor with and without error feedback, one run
+per configuration (a few configurations have several, which the file does not tell apart; their
+median is taken here). The rest of GRACE's release judges the model and is not used.
+
+:func:`compare` predicts every cell with :func:`commlab.sim.iteration`, from the project's own
+constants and this grid's **one-worker run only** (409.45 images/s at batch 64 sets the V100's
+step; nothing multi-worker enters): 8 nodes of one V100, TCP at the cell's rate
+(:func:`commlab.net.protocols.tcp`), ``framework="horovod"`` (each tensor compressed on its own,
+Horovod's cost per operation and its cycle), each compressor as :data:`SPECS` maps GRACE's
+method to ours ("+ef" where GRACE ran with its memory and ours has none of its own). GRACE's
+methods without a counterpart here (:data:`UNMATCHED`) are left out, and said so.
+:func:`summary` gives the median error per bandwidth and per family, how often the model is right
+about whether a compressor is faster than none at that bandwidth, and the measured rank of the
+compressor the model ranks first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from functools import lru_cache
+
+import pandas as pd
+
+from ..compress import get
+from ..net import protocols
+from .cluster import Cluster
+from .devices import DEVICES, profile
+from .iteration import iteration
+
+PATH = os.path.join(os.path.dirname(__file__), "grace_resnet50_8workers.json")
+BATCH, WORKERS = 64, 8
+SPECS = {"topk": "topk({ratio})", "randomk": "randk({ratio})", "dgc": "dgc(ratio={ratio})", "qsgd": "qsgd",
+         "terngrad": "terngrad", "natural": "natural", "signsgd": "signsgd", "signum": "signum",
+         "efsignsgd": "ef_signsgd", "onebit": "onebit", "powersgd": "powersgd", "threshold": "threshold(0.01)"}
+OWN_MEMORY = ("dgc", "efsignsgd", "onebit", "powersgd")  # ours keeps its residual (or momentum) itself
+UNMATCHED = {"8bit": "8-bit quantization with its own codebook", "adaq": "adaptive quantization",
+             "inceptionn": "INCEPTIONN's lossy float coding", "sketch": "count-sketch quantization"}
+FAMILY = {"topk": "sparsification", "randomk": "sparsification", "dgc": "sparsification",
+          "threshold": "sparsification", "qsgd": "quantization", "terngrad": "quantization",
+          "natural": "quantization", "signsgd": "sign", "signum": "sign", "efsignsgd": "sign", "onebit": "sign",
+          "powersgd": "low rank", "none": "none"}
+
+
+def about() -> dict:
+    """The file's source, setting and what is held out, as written there."""
+    doc = json.loads(open(PATH).read())
+    return {k: doc[k] for k in ("source", "setting", "held_out")}
+
+
+def grid() -> pd.DataFrame:
+    """The 8-worker cells: gbits, method, ratio (None if n/a), ef (error feedback; None for
+    "none"), images_per_s (the median of the cell's runs) and runs."""
+    runs = pd.DataFrame(json.loads(open(PATH).read())["runs"])
+    runs = runs[runs.workers == WORKERS]
+    runs = runs.assign(gbits=runs.bw.str.rstrip("g").astype(float),
+                       ratio=runs.ratio.where(runs.ratio != "n/a").astype(float),
+                       ef=runs.memory.map({"true": True, "false": False}))
+    cells = runs.groupby(["gbits", "method", "ratio", "ef"], dropna=False, sort=True)
+    return cells.throughput.agg(images_per_s="median", runs="size").reset_index()
+
+
+def single() -> float:
+    """The one-worker run's images per second (the V100's step at batch 64)."""
+    runs = json.loads(open(PATH).read())["runs"]
+    return next(r["throughput"] for r in runs if r["workers"] == 1)
+
+
+def spec_of(method: str, ratio, ef) -> tuple[str | None, str]:
+    """(our compressor for GRACE's ``method``, None for "none"; a note where it differs from
+    GRACE's run); KeyError for :data:`UNMATCHED`."""
+    if method == "none":
+        return None, ""
+    spec = SPECS[method].format(ratio=f"{ratio:g}" if ratio == ratio and ratio is not None else "")
+    if ef is not True or method in OWN_MEMORY:
+        return spec, ""
+    try:
+        get(spec + "+ef")
+    except ValueError as e:  # a compressor that aggregates by its own protocol takes no wrapper
+        return spec, f"error feedback not modelled ({e})"
+    return spec + "+ef", ""
+
+
+@lru_cache(maxsize=None)
+def v100_profile():
+    """ResNet-50 at batch 64 on a V100 whose step is the grid's one-worker run."""
+    v100 = dataclasses.replace(DEVICES["v100"], calibration={"resnet50": (BATCH, single())})
+    return profile("resnet50", batch=BATCH, device=v100)
+
+
+def testbed(gbits: float) -> Cluster:
+    """GRACE's cluster: 8 nodes of one GPU, TCP over Ethernet at ``gbits``."""
+    return Cluster(WORKERS, 1, inter=protocols.tcp(gbits).link())
+
+
+def compare(framework="horovod", **iteration_kw) -> pd.DataFrame:
+    """One row per measured cell with a counterpart: gbits, method, ratio, ef, family, spec,
+    measured and predicted images/s, their error (predicted / measured - 1), and each one's
+    speedup over the uncompressed run at that bandwidth."""
+    cells = grid()
+    cells = cells[~cells.method.isin(list(UNMATCHED))]
+    prof = v100_profile()
+    rows = []
+    for c in cells.itertuples():
+        spec, note = spec_of(c.method, c.ratio, c.ef)
+        it = iteration(prof, testbed(c.gbits), compress=spec, framework=framework, **iteration_kw)
+        rows.append(dict(gbits=c.gbits, method=c.method, ratio=c.ratio, ef=c.ef, family=FAMILY[c.method],
+                         spec=spec or "none", note=note, measured=c.images_per_s, predicted=it.throughput))
+    table = pd.DataFrame(rows)
+    table["error"] = table.predicted / table.measured - 1
+    base = table[table.method == "none"].set_index("gbits")
+    table["measured_speedup"] = table.measured / table.gbits.map(base.measured)
+    table["predicted_speedup"] = table.predicted / table.gbits.map(base.predicted)
+    return table
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per bandwidth and overall, of the compressed cells: how many, the median |error| of the
+    throughput and of the speedup over none, how many the model puts on the right side of none
+    (faster or slower), and where the compressor ranked first by the model stands in the
+    measurements (its measured throughput over the best measured)."""
+    rows = []
+    compressed = table[table.method != "none"]
+    for g, t in [*compressed.groupby("gbits"), ("all", compressed)]:
+        right = ((t.measured_speedup > 1) == (t.predicted_speedup > 1)).sum()
+        row = dict(gbits=g, cells=len(t), median_error=t.error.abs().median(),
+                   speedup_error=(t.predicted_speedup / t.measured_speedup - 1).abs().median(),
+                   right_side=int(right))
+        if g != "all":
+            pick = t.loc[t.predicted.idxmax()]
+            best = table[table.gbits == g].measured.max()
+            row.update(predicted_best=pick.spec, its_measured_share=pick.measured / best)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("gbits")
+
+
+def by_family(table: pd.DataFrame) -> pd.DataFrame:
+    """Median |error| of the throughput per compressor family and bandwidth (cells in brackets)."""
+    t = table[table.method != "none"]
+    return t.pivot_table(index="family", columns="gbits", values="error", aggfunc=lambda e: e.abs().median())

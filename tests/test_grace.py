@@ -1,0 +1,55 @@
+"""commlab.sim.grace: GRACE's measured grid read as released, every cell with a counterpart
+predicted from the one-worker run alone, GRACE's methods mapped to ours as stated (error
+feedback added where ours has none of its own, said where it cannot be), the rest left out by
+name, and the summary's counts consistent with the table."""
+import math
+
+import pytest
+
+from commlab.sim import grace
+
+
+@pytest.fixture(scope="module")
+def table():
+    return grace.compare()
+
+
+def test_the_grid_is_the_released_one():
+    cells = grace.grid()
+    assert set(cells.gbits) == {1.0, 10.0, 25.0}
+    assert cells.runs.sum() == 180 and len(cells) == 145  # 180 runs on 8 workers; a few configurations ran 2-3 times
+    assert set(cells[cells.runs > 1].method) == {"qsgd", "sketch", "threshold"}
+    assert math.isclose(grace.single(), 409.4513, rel_tol=1e-6)
+    assert "Horovod over MPI" in grace.about()["setting"]
+
+
+def test_only_the_one_worker_run_sets_the_step():
+    prof = grace.v100_profile()
+    assert math.isclose(sum(prof.forward_s) + sum(prof.backward_s), 64 / grace.single(), rel_tol=1e-9)
+
+
+def test_methods_map_to_ours_as_stated():
+    assert grace.spec_of("topk", 0.01, True) == ("topk(0.01)+ef", "")
+    assert grace.spec_of("randomk", 0.25, False) == ("randk(0.25)", "")
+    assert grace.spec_of("dgc", 0.1, True) == ("dgc(ratio=0.1)", "")   # DGC keeps its own residual
+    spec, note = grace.spec_of("terngrad", float("nan"), True)
+    assert spec == "terngrad" and note.startswith("error feedback not modelled")
+    assert grace.spec_of("none", float("nan"), None) == (None, "")
+    with pytest.raises(KeyError):
+        grace.spec_of("sketch", float("nan"), False)
+
+
+def test_every_matched_cell_is_predicted_and_summarised(table):
+    assert not set(grace.UNMATCHED) & set(table.method)
+    grid = grace.grid()
+    assert len(table) == (~grid.method.isin(list(grace.UNMATCHED))).sum() == 108
+    assert (table.predicted > 0).all() and table.error.notna().all()
+    none = table[table.method == "none"]
+    assert (none.measured_speedup == 1).all() and (none.predicted_speedup == 1).all()
+    summary = grace.summary(table)
+    assert summary.loc["all", "cells"] == len(table) - 3
+    compressed = table[table.method != "none"]
+    right = ((compressed.measured_speedup > 1) == (compressed.predicted_speedup > 1)).sum()
+    assert summary.loc["all", "right_side"] == right
+    assert 0 < summary.loc[10.0, "its_measured_share"] <= 1
+    assert set(grace.by_family(table).index) == {"sparsification", "quantization", "sign", "low rank"}
