@@ -9,7 +9,7 @@ from commlab.arch import ring
 from commlab.compress import COMPRESSORS
 from commlab.net.link import LinkModel
 from commlab.schedule.profile import Profile
-from commlab.sim.compression import Unit, collectives
+from commlab.sim.compression import Unit, collectives, declared
 
 V100 = sim.DEVICES["v100"]
 
@@ -63,7 +63,7 @@ def test_one_message_by_tensor_sums_every_tensor():
     """Horovod: each tensor its own encode, decode and payload; one fused operation per collective."""
     prof, c = small(), cluster()
     comp, fw = compress.get("fp16"), sim.framework("horovod")
-    units = [Unit.of(comp, s, V100, c.gpus) for layer in prof.shapes for s in layer]
+    units = [Unit.of(comp, s, declared(V100), c.gpus) for layer in prof.shapes for s in layer]
     summed = sum(u.wire[0][1] for u in units)
     assert summed == sum(2 * math.prod(s) for layer in prof.shapes for s in layer)  # fp16's summable tensors
     expected = (sum(prof.forward_s) + sum(prof.backward_s) + sum(u.encode + u.decode for u in units)
@@ -84,7 +84,7 @@ def test_per_tensor_arithmetic_costs_more_launches_than_one_bucket():
 def test_whole_tensor_compressors_stay_whole_under_buckets():
     it = sim.iteration(small(), cluster(), compress="powersgd", framework="ddp")
     assert it.compression.compress_per == "tensor"
-    kinds = [w for u in (Unit.of(compress.get("powersgd"), (64, 48), V100, 4),) for w in u.wire]
+    kinds = [w for u in (Unit.of(compress.get("powersgd"), (64, 48), declared(V100), 4),) for w in u.wire]
     assert [k for (_, k), _ in kinds] == ["allreduce", "allreduce"]
 
 

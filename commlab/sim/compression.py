@@ -15,7 +15,8 @@ compressor does to one iteration on a GPU cluster, from what the compressor decl
 * **arithmetic**: ``compressor.cost(shape)``'s encode, and the decode of one payload, or of the
   P payloads an all-gather brings (``combine_work(shape, P)``), timed on the profile's device
   (:meth:`commlab.sim.devices.Device.work_seconds`: memory passes at the data sheet's bandwidth,
-  kernel launches, a selection, host round trips).
+  kernel launches, a selection, host round trips); or, with ``compress_costs=``, what an
+  implementation measured (:class:`commlab.sim.cost_table.CostTable`).
 
 **Where the arithmetic sits.** Encoding and decoding are GPU kernels on the compute stream, as
 Horovod's compression and PyTorch DDP's communication hooks launch them: a unit is encoded when
@@ -61,26 +62,37 @@ def collectives(cluster) -> dict:
             "tree": lambda n: slowest_hop(_tree)(n, cluster)}
 
 
+def declared(device):
+    """The timer of what a compressor declares (its ``cost(shape)``) on ``device``:
+    ``timer(compressor, shape, workers) -> (encode s, decode s)``, the decode of all ``workers``
+    payloads when they are all-gathered. ``timer.source`` says so."""
+    def timer(compressor, shape, workers):
+        d = math.prod(shape)
+        cost = compressor.cost(shape)
+        gathers = any(kind == "allgather" for kind, _ in compressor.wire(shape))
+        decode = compressor.combine_work(shape, workers) if gathers else cost.decode
+        return device.work_seconds(cost.encode, d), device.work_seconds(decode, d)
+    timer.source = f"declared by each compressor, timed on {device.name}"
+    return timer
+
+
 @dataclass(frozen=True)
 class Unit:
     """One compressed unit (a tensor, or a bucket as one flat tensor): its encode and decode
-    seconds on the device, and its collectives as ((round, collective), bytes) pairs."""
+    seconds, and its collectives as ((round, collective), bytes) pairs."""
 
     encode: float
     decode: float
     wire: tuple
 
     @classmethod
-    def of(cls, compressor, shape, device, workers: int) -> "Unit":
-        """The unit of ``shape`` compressed by ``compressor`` on ``device`` among ``workers`` ranks."""
+    def of(cls, compressor, shape, timer, workers: int) -> "Unit":
+        """The unit of ``shape`` compressed by ``compressor`` among ``workers`` ranks, its arithmetic
+        timed by ``timer`` (:func:`declared`, or a measured :class:`~commlab.sim.cost_table.CostTable`'s)."""
         shape = tuple(int(s) for s in shape)
-        d = math.prod(shape)
         wire = tuple(compressor.wire(shape))
-        cost = compressor.cost(shape)
-        gathers = any(kind == "allgather" for kind, _ in wire)
-        decode = compressor.combine_work(shape, workers) if gathers else cost.decode
-        return cls(device.work_seconds(cost.encode, d), device.work_seconds(decode, d),
-                   tuple(((i, kind), nbytes) for i, (kind, nbytes) in enumerate(wire)))
+        encode, decode = timer(compressor, shape, workers)
+        return cls(encode, decode, tuple(((i, kind), nbytes) for i, (kind, nbytes) in enumerate(wire)))
 
 
 @dataclass(frozen=True)
@@ -95,6 +107,7 @@ class Compression:
     encode_s: float
     decode_s: float
     wire_bytes: int  # bytes one rank contributes to its collectives per iteration, every unit once
+    costs_from: str = ""  # where the arithmetic's seconds come from
 
     @property
     def arithmetic_s(self) -> float:
@@ -115,7 +128,7 @@ def _messages(times, fw):
     return seconds
 
 
-def by_tensor(profile, compressor, device, cluster, fw) -> Compression:
+def by_tensor(profile, compressor, timer, cluster, fw) -> Compression:
     """Each tensor a unit: arithmetic per tensor, each collective's share of a message's raw bytes."""
     p = cluster.gpus
     encode, decode = [0.0] * profile.layers, [0.0] * profile.layers
@@ -123,7 +136,7 @@ def by_tensor(profile, compressor, device, cluster, fw) -> Compression:
     for layer in range(profile.layers):
         for shape in profile.tensor_shapes(layer):
             if shape not in units:  # models repeat shapes: each is declared once
-                units[shape] = Unit.of(compressor, shape, device, p)
+                units[shape] = Unit.of(compressor, shape, timer, p)
             u = units[shape]
             encode[layer] += u.encode
             decode[layer] += u.decode
@@ -134,7 +147,7 @@ def by_tensor(profile, compressor, device, cluster, fw) -> Compression:
     shares = tuple(sorted(totals.items()))
     comm_time = lambda n: send(tuple((key, nbytes * n / raw) for key, nbytes in shares))  # noqa: E731
     return Compression(compressor, "tensor", _charge(profile, encode, decode), comm_time, sum(encode),
-                       sum(decode), sum(totals.values()))
+                       sum(decode), sum(totals.values()), timer.source)
 
 
 def units_of(plan) -> list[tuple]:
@@ -142,30 +155,30 @@ def units_of(plan) -> list[tuple]:
     return [tuple(b) for b in plan.buckets] if plan.buckets is not None else [(i,) for i in range(len(plan.pieces))]
 
 
-def by_bucket(profile, plan, compressor, device, cluster, fw) -> Compression:
+def by_bucket(profile, plan, compressor, timer, cluster, fw) -> Compression:
     """Each bucket of ``plan`` (or piece, for a plan without buckets) one flat tensor."""
     p, item = cluster.gpus, profile.itemsize
     encode, decode = [0.0] * profile.layers, [0.0] * profile.layers
     wire_bytes = 0
     for unit in units_of(plan):
         pieces = [plan.pieces[i] for i in unit]
-        u = Unit.of(compressor, (sum(x.nbytes for x in pieces) // item,), device, p)
+        u = Unit.of(compressor, (sum(x.nbytes for x in pieces) // item,), timer, p)
         last = min(x.layer for x in pieces)  # backward reaches the lowest layer last
         encode[last] += u.encode
         decode[last] += u.decode
         wire_bytes += sum(nbytes for _, nbytes in u.wire)
     send = _messages(collectives(cluster), fw)
-    comm_time = lambda n: send(Unit.of(compressor, (n // item,), device, p).wire)  # noqa: E731
+    comm_time = lambda n: send(Unit.of(compressor, (n // item,), timer, p).wire)  # noqa: E731
     return Compression(compressor, "bucket", _charge(profile, encode, decode), comm_time, sum(encode),
-                       sum(decode), wire_bytes)
+                       sum(decode), wire_bytes, timer.source)
 
 
-def planning_time(compressor, device, cluster, fw, itemsize: int):
+def planning_time(compressor, timer, cluster, fw, itemsize: int):
     """``comm_time(nbytes)`` a schedule's policy plans with under compression: a bucket's encode,
     collectives and decode, as if on one stream (the policy weighs merging messages by it)."""
     send = _messages(collectives(cluster), fw)
 
     def comm_time(n: float) -> float:
-        u = Unit.of(compressor, (max(1, int(n) // itemsize),), device, cluster.gpus)
+        u = Unit.of(compressor, (max(1, int(n) // itemsize),), timer, cluster.gpus)
         return u.encode + send(u.wire) + u.decode
     return comm_time

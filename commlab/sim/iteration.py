@@ -57,6 +57,7 @@ from ..schedule.policies import baseline
 from ..schedule.profile import Profile
 from ..arch.algorithms import names
 from . import closed_forms, compression, programs
+from .cost_table import CostTable
 from .cluster import Cluster
 from .devices import get_device
 from .fabric import Fabric
@@ -154,7 +155,7 @@ def _choose(method, arch, schedule, fw):
 
 def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = None, schedule=None,
               servers: int | None = None, method: str | None = None, level: str = "closed",
-              framework=None, compress=None, device=None) -> Iteration:
+              framework=None, compress=None, device=None, compress_costs=None) -> Iteration:
     """Simulate one steady-state iteration.
 
     profile: a :class:`Profile` or a built-in name ("resnet50", "bert-base", "bert-large");
@@ -166,7 +167,9 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     :data:`METHODS` instead of arch and schedule; level: "closed" or "message"; framework: a name
     of :data:`commlab.sim.frameworks.FRAMEWORKS` (default: the method's, else "ideal"); compress: a
     compressor spec ("fp16", "topk(0.01)+ef", "powersgd(rank=4)", ...) or None; device: the device
-    that times the compression arithmetic (default: the profile's, :func:`commlab.sim.profile`)."""
+    that times the compression arithmetic (default: the profile's, :func:`commlab.sim.profile`);
+    compress_costs: a measured cost table (:class:`commlab.sim.cost_table.CostTable`, its dict or
+    JSON file) that times it instead of the compressor's declaration."""
     began = _time.perf_counter()
     profile = resolve(profile)
     if isinstance(cluster, Fabric):
@@ -182,8 +185,10 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
                          "message is timed flow by flow: use level='closed'")
     arch, spec, fw = _choose(method, arch, schedule, framework)
     compressor = _compress.get(compress)
+    if compress_costs is not None and compressor is None:
+        raise ValueError("compress_costs= times a compressor's arithmetic: give compress= too")
     if compressor is not None:
-        return _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device)
+        return _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device, compress_costs)
     bytes_time = cluster.comm_time(arch, servers) if on_fabric else closed_forms.comm_time(cluster, arch, servers)
     free = fw.per_op == 0 or cluster.gpus == 1  # one GPU runs no collective
     comm_time = bytes_time if free else (lambda n: bytes_time(n) + fw.cost(n))
@@ -209,16 +214,22 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     return Iteration(t, profile, cluster, arch, plan, messages, level, events, p2p, _time.perf_counter() - began)
 
 
-def _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device) -> Iteration:
+def _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device, costs) -> Iteration:
     """:func:`iteration` with a compressor (:mod:`commlab.sim.compression`)."""
     if isinstance(cluster, OnFabric) or arch != "allreduce" or level != "closed":
         raise ValueError(f"compress={compressor!r} is simulated over arch='allreduce' on a sim.Cluster at "
                          f"level='closed' (got arch={arch!r}, level={level!r}, cluster {cluster}); valid: "
                          "arch='allreduce', level='closed', a Cluster")
     dev = profile.device if device is None else get_device(device)
-    if dev is None:
+    if dev is None and costs is None:
         raise ValueError("compress= needs the device that runs the compressor: give device= (a name of "
                          "sim.DEVICES or a sim.Device), or a profile made by sim.profile(..., device=...)")
+    if costs is not None:
+        table = CostTable.load(costs)
+        table.entry(compressor.name)  # a compressor the table lacks is refused before anything runs
+        timer = table.timer()
+    else:
+        timer = compression.declared(dev)
     policy = _schedule.get(spec)
     per = "tensor" if compressor.whole_tensors else fw.compress_per
     if cluster.gpus == 1:  # one GPU communicates nothing and compresses nothing
@@ -227,12 +238,12 @@ def _compressed(began, profile, cluster, arch, spec, fw, level, compressor, devi
         return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
                          _time.perf_counter() - began)
     if per == "tensor":
-        comp = compression.by_tensor(profile, compressor, dev, cluster, fw)
+        comp = compression.by_tensor(profile, compressor, timer, cluster, fw)
         plan = baseline(profile) if policy is None else policy.plan(profile, comp.comm_time)
     else:
-        planned = compression.planning_time(compressor, dev, cluster, fw, profile.itemsize)
+        planned = compression.planning_time(compressor, timer, cluster, fw, profile.itemsize)
         plan = baseline(profile) if policy is None else policy.plan(profile, planned)
-        comp = compression.by_bucket(profile, plan, compressor, dev, cluster, fw)
+        comp = compression.by_bucket(profile, plan, compressor, timer, cluster, fw)
     t, messages = _steady(plan, comp.profile, comp.comm_time)
     return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
                      _time.perf_counter() - began, comp)
