@@ -1,8 +1,9 @@
 """A measured profile: each layer's forward and backward seconds, timed on the device at hand.
 
 :func:`commlab.sim.profile` counts a model's FLOPs and charges backward twice forward; that is
-a model of the step. :func:`measure` times the step itself, the way Daydream (Zhu et al., ATC
-2020) and dPRO (Hu et al., MLSys 2022) start from per-layer traces:
+a model of the step. :func:`measure` times the step itself, layer by layer (lighter than
+Daydream, Zhu et al., ATC 2020, which maps a CUPTI kernel trace to layers, and dPRO, Hu et al.,
+MLSys 2022, which profiles the distributed run into a global data-flow graph):
 
 * **Layers** are those of :class:`~commlab.schedule.profile.Profile` (modules that own
   parameters, in forward order, parameter-free work folded into the next layer), found by
