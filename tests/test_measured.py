@@ -131,7 +131,11 @@ def test_a_model_that_cannot_be_profiled_is_told_why(model, x, message):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_on_a_gpu_cuda_events_time_the_layers():
-    p = sim.measure(_mlp(), torch.randn(512, 128), device="cuda", steps=5)
+    # layers large enough that the GPU's work, not the host's hooks, sets the time: the small MLP's
+    # kernels take microseconds on an H200, and the hooks between them would be most of the step
+    torch.manual_seed(0)
+    big = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 10))
+    p = sim.measure(big, torch.randn(8192, 4096), device="cuda", steps=5)
     assert p.about["measured"] == "CUDA events per layer" and p.about["device"] == torch.cuda.get_device_name()
     assert all(t > 0 for t in p.forward_s + p.backward_s)
     assert 0.5 < (sum(p.forward_s) + sum(p.backward_s)) / p.about["step_s"] < 2.0
