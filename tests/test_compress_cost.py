@@ -1,7 +1,7 @@
 """What every compressor declares for a simulator (commlab.compress.cost): its payload bytes
 against real payloads, its collectives against what commlab.arch.aggregate really sends, and its
 GPU arithmetic against a count of the aten ops its encode and decode dispatch with the GPU's
-paths forced (tests/cost_count.py); and the arithmetic of Work itself."""
+paths forced (tests/cost_count.py); and the arithmetic of KernelWork itself."""
 import math
 
 import pytest
@@ -9,7 +9,7 @@ import torch
 
 from commlab.arch import aggregate as agg
 from commlab.compress import COMPRESSORS, get
-from commlab.compress.cost import Cost, Work
+from commlab.compress.cost import Cost, KernelWork
 from commlab.compress.sparse import sparse_payload
 
 from cost_count import count, encode_decode, gpu_paths
@@ -47,12 +47,12 @@ def data(c, shape, seed=0):
     return x, {}
 
 
-# ----------------------------------------------------------------------------- Work
+# ----------------------------------------------------------------------------- KernelWork
 def test_work_adds_scales_and_repeats():
-    a, b = Work(2, 1, select=10, syncs=1, flops=5, host=3), Work(1.5, 2)
-    assert a + b == Work(3.5, 3, 10, 1, 5, 3) and sum([a, b]) == a + b and sum([], Work()) == Work()
-    assert a * 0.5 == Work(1.0, 1, 10, 1, 5, 1.5) == 0.5 * a  # relative terms scale, counts do not
-    assert a.repeat(3) == Work(6, 3, 30, 3, 15, 9)
+    a, b = KernelWork(2, 1, select=10, syncs=1, flops=5, host=3), KernelWork(1.5, 2)
+    assert a + b == KernelWork(3.5, 3, 10, 1, 5, 3) and sum([a, b]) == a + b and sum([], KernelWork()) == KernelWork()
+    assert a * 0.5 == KernelWork(1.0, 1, 10, 1, 5, 1.5) == 0.5 * a  # relative terms scale, counts do not
+    assert a.repeat(3) == KernelWork(6, 3, 30, 3, 15, 9)
     assert Cost(a, b).total == a + b
 
 
@@ -61,7 +61,7 @@ def test_combine_work_grows_linearly_in_n(spec):
     c = get(spec)
     w = [c.combine_work((70_001,), n) for n in (1, 2, 3, 8)]
     if c.wire((70_001,))[0][0] == "tree":  # gTop-k merges along a tree: log2 n merges
-        assert w[0] == Work() and w[3] == (w[1]).repeat(3)
+        assert w[0] == KernelWork() and w[3] == (w[1]).repeat(3)
         return
     step = [w[1].passes - w[0].passes, w[1].launches - w[0].launches, w[1].syncs - w[0].syncs]
     for n, wn in zip((1, 2, 3, 8), w):
@@ -219,5 +219,5 @@ def test_one_cost_by_hand():
     d = 1 << 20
     k = round(0.01 * d)
     cost = get("topk(0.01)").cost((d,))
-    assert cost.encode == Work(1 + 2 + 1 + 12 * k / (4 * d) + 16 * k / (4 * d) + 12 * k / (4 * d), 9, select=d, syncs=1)
-    assert cost.decode == Work(1 + 12 * k / (4 * d) + 16 * k / (4 * d), 3)
+    assert cost.encode == KernelWork(1 + 2 + 1 + 12 * k / (4 * d) + 16 * k / (4 * d) + 12 * k / (4 * d), 9, select=d, syncs=1)
+    assert cost.decode == KernelWork(1 + 12 * k / (4 * d) + 16 * k / (4 * d), 3)

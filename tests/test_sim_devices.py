@@ -88,15 +88,15 @@ def test_bad_device():
 
 
 def test_work_seconds_is_launches_syncs_traffic_flops_and_host():
-    from commlab.compress.cost import Work
+    from commlab.compress.cost import KernelWork
 
     dev = sim.Device("g", 1e12, memory_bandwidth=1e12, efficiency=0.5, launch=1e-5, sync=1e-4, select_passes=10,
                      host_bandwidth=1e9)
-    w = Work(passes=3, launches=4, select=100, syncs=2, flops=2e9, host=1)
+    w = KernelWork(passes=3, launches=4, select=100, syncs=2, flops=2e9, host=1)
     d = 1000
     expected = 4 * 1e-5 + 2 * 1e-4 + 4 * (3 * d + 100 * 10) / (0.5 * 1e12) + 2e9 / 1e12 + 4 * d / 1e9
     assert dev.work_seconds(w, d) == pytest.approx(expected, rel=1e-12)
-    assert dev.work_seconds(Work(), d) == 0
+    assert dev.work_seconds(KernelWork(), d) == 0
 
 
 def test_named_devices_carry_their_data_sheets():

@@ -50,7 +50,7 @@ import torch
 import math
 
 from .base import Payload
-from .cost import Cost, Work, tiny
+from .cost import Cost, KernelWork, tiny
 from .matrix import MIN_VECTOR, LowRank
 
 MAX_ROWS = 512
@@ -126,18 +126,18 @@ class Atomo(LowRank):
         plan = self.plan(shape)
         d = max(math.prod(shape), 1)
         if plan is None:
-            return Cost(Work(1, 5, syncs=1), Work())  # the check; raw travels as it is
+            return Cost(KernelWork(1, 5, syncs=1), KernelWork())  # the check; raw travels as it is
         a, b, s, _ = plan
         f, g = a * b / d, a * a / d  # the matrix and the Gram matrix, in passes over d
         encode = (self.matrix_work(shape)
-                  + Work(2 * f + g, 1, flops=2 * a * a * b)  # A A^T
-                  + Work(2 * g, 1, syncs=1, flops=9 * a ** 3)  # eigh (its status checked on the host)
-                  + Work(f + g + f, 1, flops=2 * a * a * b)  # W = U^T A
-                  + Work(f, 1)  # sigma = row norms of W
-                  + tiny(5) + Work(syncs=1)  # atoms below rounding set to 0 (a boolean mask)
-                  + tiny(8) + tiny(5) + Work(syncs=2) + tiny(2)  # p: sort, tail sums; one round of the loop
-                  + tiny(7) + Work(syncs=2)  # systematic: cumsum, its total on the host, points, searchsorted, unique
-                  + Work(3 * s * b / d, 5))  # the kept u_i, w_i / p_i
+                  + KernelWork(2 * f + g, 1, flops=2 * a * a * b)  # A A^T
+                  + KernelWork(2 * g, 1, syncs=1, flops=9 * a ** 3)  # eigh (its status checked on the host)
+                  + KernelWork(f + g + f, 1, flops=2 * a * a * b)  # W = U^T A
+                  + KernelWork(f, 1)  # sigma = row norms of W
+                  + tiny(5) + KernelWork(syncs=1)  # atoms below rounding set to 0 (a boolean mask)
+                  + tiny(8) + tiny(5) + KernelWork(syncs=2) + tiny(2)  # p: sort, tail sums; one round of the loop
+                  + tiny(7) + KernelWork(syncs=2)  # systematic: cumsum, its total on the host, points, searchsorted, unique
+                  + KernelWork(3 * s * b / d, 5))  # the kept u_i, w_i / p_i
         return Cost(encode, self.product_work(shape, s))
 
     def __repr__(self) -> str:

@@ -257,12 +257,12 @@ class Compressor:
         """One encode and one decode of an fp32 tensor of ``shape`` on a GPU (:mod:`.cost`)."""
         raise NotImplementedError(f"{self.name} does not declare its cost")
 
-    def decompress_work(self, shape, **assumed) -> costs.Work:
+    def decompress_work(self, shape, **assumed) -> costs.KernelWork:
         """``decompress`` of one payload: ``cost(shape).decode``, except for "sum" compressors,
         whose decode is ``from_summed`` (``assumed``: the keywords of a data-dependent ``cost``)."""
         return self.cost(shape, **assumed).decode
 
-    def combine_work(self, shape, n: int) -> costs.Work:
+    def combine_work(self, shape, n: int) -> costs.KernelWork:
         """What ``combine`` of n payloads costs: n decodes, each added into an fp32 total, and
         the mean (or the signs and their majority vote)."""
         return costs.combine(self.decompress_work(shape), n, self.aggregation == "majority")

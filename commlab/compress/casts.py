@@ -24,7 +24,7 @@ import torch
 import math
 
 from .base import FLOAT_DTYPES, Compressor, Payload, header_bytes, restore
-from .cost import FINITE, Cost, Work
+from .cost import FINITE, Cost, KernelWork
 
 _MAX = {torch.float16: 65504.0, torch.bfloat16: 3.3895e38}
 
@@ -85,13 +85,13 @@ class Cast(Compressor):
 
     def cost(self, shape) -> Cost:
         """``summable``: the cast and the check on the half values; ``from_summed``: back to fp32, / N."""
-        encode = (Work(1.5, 1)  # fp32 -> half: read 4, write 2 bytes
-                  + Work(0.5, 1) + FINITE + Work(syncs=1))  # sum of the half values, isfinite, bool()
-        return Cost(encode, Work(1.5, 1) + Work(2, 1))  # the sum to fp32; / N
+        encode = (KernelWork(1.5, 1)  # fp32 -> half: read 4, write 2 bytes
+                  + KernelWork(0.5, 1) + FINITE + KernelWork(syncs=1))  # sum of the half values, isfinite, bool()
+        return Cost(encode, KernelWork(1.5, 1) + KernelWork(2, 1))  # the sum to fp32; / N
 
-    def decompress_work(self, shape, **assumed) -> Work:
+    def decompress_work(self, shape, **assumed) -> KernelWork:
         """``decompress``: one cast back to fp32."""
-        return Work(1.5, 1)
+        return KernelWork(1.5, 1)
 
 
 def fp16() -> Cast:

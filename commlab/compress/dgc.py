@@ -46,7 +46,7 @@ import torch
 
 from . import cost as costs
 from .base import Compressor, Payload, check_int, check_number, check_ratio
-from .cost import CHECK, Cost, Work
+from .cost import CHECK, Cost, KernelWork
 from .sparse import check_sparse, densify, sparse_nbytes, sparse_payload, topk_indices
 from .topk import count
 
@@ -121,11 +121,11 @@ class DGC(Compressor):
         top-k of |v|, the values, both buffers masked; decode: densify."""
         d, k = max(math.prod(shape), 1), self._kept(shape, step)
         encode = (CHECK
-                  + (Work(1, 1, syncs=1) + Work(2, 1) if self.clip is not None else costs.NONE)  # ||g||, g scaled
-                  + Work(2, 1) + Work(3, 1)  # u *= m; u += g
-                  + Work(3, 1)  # v += u
+                  + (KernelWork(1, 1, syncs=1) + KernelWork(2, 1) if self.clip is not None else costs.NONE)  # ||g||, g scaled
+                  + KernelWork(2, 1) + KernelWork(3, 1)  # u *= m; u += g
+                  + KernelWork(3, 1)  # v += u
                   + costs.topk(k, d) + costs.gather(k, d)  # |v|, topk, the values v_S
-                  + Work(3 * k / d, 1).repeat(2)  # v_S = 0, u_S = 0 (index_fill_: positions read, values written)
+                  + KernelWork(3 * k / d, 1).repeat(2)  # v_S = 0, u_S = 0 (index_fill_: positions read, values written)
                   + costs.positions_out(k, d))
         return Cost(encode, costs.densify(k, d))
 

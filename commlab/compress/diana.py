@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from .base import Compressor, Payload, check_number, work
-from .cost import CHECK, Cost, Work
+from .cost import CHECK, Cost, KernelWork
 from .qsgd import QSGD
 
 
@@ -98,15 +98,15 @@ class Diana(Compressor):
     def cost(self, shape) -> Cost:
         """g - h, QSGD of it and its decoding, the estimate h + Delta, the shift h += alpha Delta."""
         q = self.quantizer.cost(shape)
-        encode = (CHECK + Work(3, 1)  # g - h
+        encode = (CHECK + KernelWork(3, 1)  # g - h
                   + q.encode + q.decode  # Delta, and what the server will see of it
-                  + Work(3, 1) + Work(3, 1))  # h + Delta (the estimate); h += alpha Delta
+                  + KernelWork(3, 1) + KernelWork(3, 1))  # h + Delta (the estimate); h += alpha Delta
         return Cost(encode, q.decode)
 
-    def combine_work(self, shape, n: int) -> Work:
+    def combine_work(self, shape, n: int) -> KernelWork:
         """n decodes summed (0 + the first, then n - 1 adds), / n, g = h + mean, h += alpha mean."""
-        return (self.cost(shape).decode.repeat(n) + Work(2, 1) + Work(3, 1).repeat(n - 1) + Work(2, 1)
-                + Work(3, 1) + Work(3, 1))
+        return (self.cost(shape).decode.repeat(n) + KernelWork(2, 1) + KernelWork(3, 1).repeat(n - 1) + KernelWork(2, 1)
+                + KernelWork(3, 1) + KernelWork(3, 1))
 
     def shift(self, key=None) -> torch.Tensor | None:
         """This worker's h_i for ``key``."""

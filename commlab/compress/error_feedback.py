@@ -33,7 +33,7 @@ import torch
 import math
 
 from .base import Compressor, Payload
-from .cost import CHECK, Cost, Work
+from .cost import CHECK, Cost, KernelWork
 
 
 class ErrorFeedback(Compressor):
@@ -106,19 +106,19 @@ class ErrorFeedback(Compressor):
         inner = self.inner.cost(shape, **assumed)
         if self.aggregation == "sum":  # the residual subtracts from_summed(summable(x).clone(), x, 1)
             d = max(math.prod(shape), 1)
-            local = Work(2 * self.inner.summed_bytes(shape) / (4 * d), 1) + inner.decode
+            local = KernelWork(2 * self.inner.summed_bytes(shape) / (4 * d), 1) + inner.decode
         else:
             local = self.inner.decompress_work(shape, **assumed)
         encode = (CHECK  # the check of g
-                  + Work(3, 1)  # x = e + g
+                  + KernelWork(3, 1)  # x = e + g
                   + inner.encode + local  # C(x), and what the others will decode of it
-                  + Work(3, 1))  # e = x - C(x)
+                  + KernelWork(3, 1))  # e = x - C(x)
         return Cost(encode, inner.decode)
 
-    def decompress_work(self, shape, **assumed) -> Work:
+    def decompress_work(self, shape, **assumed) -> KernelWork:
         return self.inner.decompress_work(shape, **assumed)
 
-    def combine_work(self, shape, n: int) -> Work:
+    def combine_work(self, shape, n: int) -> KernelWork:
         return self.inner.combine_work(shape, n)
 
     def residual(self, key=None) -> torch.Tensor | None:

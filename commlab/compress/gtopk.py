@@ -42,7 +42,7 @@ import math
 import torch
 
 from . import cost as costs
-from .cost import CHECK, Cost, Work
+from .cost import CHECK, Cost, KernelWork
 from .sparse import topk_indices
 from .topk import TopK, count
 
@@ -105,25 +105,25 @@ class GTopK(TopK):
         d, k = max(math.prod(shape), 1), self.kept_count(shape)
         f = k / d
         encode = (CHECK
-                  + Work(2, 1) + Work(3, 1)  # acc = copy of g; acc += e
+                  + KernelWork(2, 1) + KernelWork(3, 1)  # acc = copy of g; acc += e
                   + costs.topk(k, d) + costs.gather(k, d)  # |acc|, topk, sent = acc[idx]
                   + costs.positions_out(k, d)  # the leaf's payload
-                  + Work(f * 4.25, 1)  # delivered = isin(idx, global idx)
-                  + Work(f * 2.25, 1, syncs=1).repeat(2)  # idx[delivered], sent[delivered]: nonzero, then gather
-                  + Work(f * 8, 3))  # acc[those] -= sent: gather, subtract, index_put_
-        decode = Work(1, 1) + Work(f * 2, 1) + Work(f * 4, 1)  # zeros(d); values / N; index_put_
+                  + KernelWork(f * 4.25, 1)  # delivered = isin(idx, global idx)
+                  + KernelWork(f * 2.25, 1, syncs=1).repeat(2)  # idx[delivered], sent[delivered]: nonzero, then gather
+                  + KernelWork(f * 8, 3))  # acc[those] -= sent: gather, subtract, index_put_
+        decode = KernelWork(1, 1) + KernelWork(f * 2, 1) + KernelWork(f * 4, 1)  # zeros(d); values / N; index_put_
         return Cost(encode, decode)
 
-    def combine_work(self, shape, n: int) -> Work:
+    def combine_work(self, shape, n: int) -> KernelWork:
         """gTop-k combines no gathered payloads: the ceil(log2 n) merges a rank does at most, each
         the union of two k-entry vectors (a sort-based unique: 1 sync), their values added, topk of the 2k."""
         d, k = max(math.prod(shape), 1), self.kept_count(shape)
         f = k / d
-        merge = (costs.positions_in(k, d) + Work(f * 8, 1)  # received positions to int64; cat the two
-                 + Work(f * 12, 2, syncs=1)  # unique with its inverse
-                 + Work(f * 4, 3) + Work(f * 8, 1)  # zeros, cat the values; index_add_
-                 + Work(f * 2 + f * 3, 1, select=2 * k)  # topk of |values|
-                 + Work(f * 8, 2))  # positions and values of the k kept
+        merge = (costs.positions_in(k, d) + KernelWork(f * 8, 1)  # received positions to int64; cat the two
+                 + KernelWork(f * 12, 2, syncs=1)  # unique with its inverse
+                 + KernelWork(f * 4, 3) + KernelWork(f * 8, 1)  # zeros, cat the values; index_add_
+                 + KernelWork(f * 2 + f * 3, 1, select=2 * k)  # topk of |values|
+                 + KernelWork(f * 8, 2))  # positions and values of the k kept
         return merge.repeat(math.ceil(math.log2(n)) if n > 1 else 0)
 
         self.residuals.clear()

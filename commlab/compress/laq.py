@@ -44,7 +44,7 @@ import math
 from . import coding
 from . import cost as costs
 from .base import Compressor, Payload, check_int, check_levels, check_number, header_bytes, restore, work
-from .cost import CHECK, Cost, Work, tiny
+from .cost import CHECK, Cost, KernelWork, tiny
 
 
 class LAQ(Compressor):
@@ -137,24 +137,24 @@ class LAQ(Compressor):
         """A worker's round that sends, after its first: quantize the innovation, test the skip rule,
         update Qhat by the decoded levels and the error; decode: unpack and scale."""
         d = max(math.prod(shape), 1)
-        decode = (Work(syncs=1)  # the flag, read on the host
-                  + costs.unpack_codes(self.bits, d, d) + Work(2, 1)  # the levels, to fp32
-                  + tiny(2) + Work(2, 1) + Work(2, 1))  # 2 R / s; q *= it; q -= R
-        encode = (CHECK + Work(3, 1)  # diff = g - Qhat
-                  + Work(2, 1) + Work(1, 1, syncs=1)  # R = max |diff|, float()
-                  + Work(2, 1).repeat(5)  # (diff + R) s / (2 R) + 1/2, floor, clamp: the levels
-                  + Work(2, 1) + Work(2, 1)  # dQ = q 2 R / s - R
-                  + Work(3, 1).repeat(2) + Work(2, 1) + Work(1, 1, syncs=1)  # ||g - Qhat - dQ||^2
-                  + Work(2, 1) + Work(1, 1, syncs=1)  # ||dQ||^2, the skip rule
-                  + tiny(2) + Work(2, 1) + costs.pack_codes(self.bits, d, d, 4)  # flag, R; levels to int32, packed
-                  + decode + Work(3, 1)  # Qhat += what the server adds
-                  + Work(3, 1) + Work(2, 1) + Work(1, 1, syncs=1))  # the new error ||g - Qhat||^2
+        decode = (KernelWork(syncs=1)  # the flag, read on the host
+                  + costs.unpack_codes(self.bits, d, d) + KernelWork(2, 1)  # the levels, to fp32
+                  + tiny(2) + KernelWork(2, 1) + KernelWork(2, 1))  # 2 R / s; q *= it; q -= R
+        encode = (CHECK + KernelWork(3, 1)  # diff = g - Qhat
+                  + KernelWork(2, 1) + KernelWork(1, 1, syncs=1)  # R = max |diff|, float()
+                  + KernelWork(2, 1).repeat(5)  # (diff + R) s / (2 R) + 1/2, floor, clamp: the levels
+                  + KernelWork(2, 1) + KernelWork(2, 1)  # dQ = q 2 R / s - R
+                  + KernelWork(3, 1).repeat(2) + KernelWork(2, 1) + KernelWork(1, 1, syncs=1)  # ||g - Qhat - dQ||^2
+                  + KernelWork(2, 1) + KernelWork(1, 1, syncs=1)  # ||dQ||^2, the skip rule
+                  + tiny(2) + KernelWork(2, 1) + costs.pack_codes(self.bits, d, d, 4)  # flag, R; levels to int32, packed
+                  + decode + KernelWork(3, 1)  # Qhat += what the server adds
+                  + KernelWork(3, 1) + KernelWork(2, 1) + KernelWork(1, 1, syncs=1))  # the new error ||g - Qhat||^2
         return Cost(encode, decode)
 
-    def combine_work(self, shape, n: int) -> Work:
+    def combine_work(self, shape, n: int) -> KernelWork:
         """The server's sum: per payload its flag (a sync), decode, add; the mean, and ||mean||^2 for the rule."""
-        one = Work(syncs=1) + self.cost(shape).decode + Work(3, 1)
-        return one.repeat(n) + Work(2, 1) + Work(3, 1) + Work(4, 1) + Work(2, 1, syncs=1)  # / n; to fp64, ^2, sum
+        one = KernelWork(syncs=1) + self.cost(shape).decode + KernelWork(3, 1)
+        return one.repeat(n) + KernelWork(2, 1) + KernelWork(3, 1) + KernelWork(4, 1) + KernelWork(2, 1, syncs=1)  # / n; to fp64, ^2, sum
 
     def observe(self, aggregate: torch.Tensor, key=None) -> None:
         """Record this round's aggregate (mean gradient applied) for the skip rule."""

@@ -23,7 +23,7 @@ import math
 import torch
 
 from .base import Compressor, Payload, check_rank, header_bytes
-from .cost import CHECK, Work
+from .cost import CHECK, KernelWork
 
 MIN_VECTOR = 1 << 16
 
@@ -128,15 +128,15 @@ class LowRank(Compressor):
         r = plan[2] if r is None else r
         return header_bytes(len(shape), self.factors) + r * (plan[0] + plan[1]) * dtype.itemsize
 
-    def matrix_work(self, shape) -> Work:
+    def matrix_work(self, shape) -> KernelWork:
         """:meth:`matrix` of an fp32 tensor: the check, and a copy (zero-padded for a 1-D view)."""
         a, b = self.plan(shape)[:2]
         d = max(math.prod(shape), 1)
-        return CHECK + (Work(2, 1) if a * b == d else Work(a * b / d, 1) + Work(2, 1))  # clone; or zeros, copy
+        return CHECK + (KernelWork(2, 1) if a * b == d else KernelWork(a * b / d, 1) + KernelWork(2, 1))  # clone; or zeros, copy
 
-    def product_work(self, shape, r: int) -> Work:
+    def product_work(self, shape, r: int) -> KernelWork:
         """L^T R, a x b from rank r factors (2 r a b flops, the matrix written), back in the tensor's
         shape (a copy when the view was transposed)."""
         a, b, _, transposed = self.plan(shape)
         f = a * b / max(math.prod(shape), 1)
-        return Work(f + r * (a + b) / (a * b) * f, 1, flops=2 * r * a * b) + (Work(2 * f, 1) if transposed else Work())
+        return KernelWork(f + r * (a + b) / (a * b) * f, 1, flops=2 * r * a * b) + (KernelWork(2 * f, 1) if transposed else KernelWork())

@@ -34,7 +34,7 @@ import math
 
 from . import cost as costs
 from .base import Compressor, Payload, header_bytes, restore
-from .cost import CHECK, Cost, Work
+from .cost import CHECK, Cost, KernelWork
 
 
 class Natural(Compressor):
@@ -74,12 +74,12 @@ class Natural(Compressor):
         """Fields of the fp32 bits, a random mantissa to compare with, exponent bytes, packed signs."""
         d = max(math.prod(shape), 1)
         encode = (CHECK
-                  + Work(2, 1).repeat(3)  # exponent: bits >> 23, & 0xFF; mantissa: bits & 0x7FFFFF
-                  + Work(1, 1)  # one random int32 per coordinate
-                  + Work(2.25, 1) + Work(2.25, 1) + Work(2, 1)  # draw < mantissa; exponent + it; clamp_
-                  + Work(1.25, 1)  # the exponent to uint8
-                  + Work(1.25, 1) + costs.pack_codes(1, d, d))  # bits < 0, packed
+                  + KernelWork(2, 1).repeat(3)  # exponent: bits >> 23, & 0xFF; mantissa: bits & 0x7FFFFF
+                  + KernelWork(1, 1)  # one random int32 per coordinate
+                  + KernelWork(2.25, 1) + KernelWork(2.25, 1) + KernelWork(2, 1)  # draw < mantissa; exponent + it; clamp_
+                  + KernelWork(1.25, 1)  # the exponent to uint8
+                  + KernelWork(1.25, 1) + costs.pack_codes(1, d, d))  # bits < 0, packed
         decode = (costs.unpack_codes(1, d, d)  # the sign bits as int32
-                  + Work(2, 1) + Work(1.25, 1) + Work(2, 1)  # sign << 31; exponent to int32, << 23
-                  + Work(3, 1))  # or: the fp32 bits
+                  + KernelWork(2, 1) + KernelWork(1.25, 1) + KernelWork(2, 1)  # sign << 31; exponent to int32, << 23
+                  + KernelWork(3, 1))  # or: the fp32 bits
         return Cost(encode, decode)

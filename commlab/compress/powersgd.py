@@ -44,7 +44,7 @@ import math
 import torch
 
 from .base import Payload
-from .cost import CHECK, Cost, Work
+from .cost import CHECK, Cost, KernelWork
 from .matrix import MIN_VECTOR, LowRank, from_matrix
 
 
@@ -157,15 +157,15 @@ class PowerSGD(LowRank):
         plan = self.plan(shape)
         d = max(math.prod(shape), 1)
         if plan is None:
-            return Cost(CHECK + Work(2, 1), Work(2, 1))
+            return Cost(CHECK + KernelWork(2, 1), KernelWork(2, 1))
         a, b, r, _ = plan
         f, mn = a * b / d, 2 * r * a * b  # the matrix in passes over d; flops of a product
         encode = (self.matrix_work(shape)
-                  + (Work(3 * f, 1) if self.error_feedback else Work())  # M += e
-                  + Work(f, 1, flops=mn) + Work(0, 2, flops=4 * a * r * r)  # P = M Q; its QR
-                  + Work(4 * a * r / d, 2)  # P into the all-reduce's buffer, / N
-                  + Work(f, 1, flops=mn) + Work(4 * b * r / d, 2)  # Q = M^T P; the same for Q
-                  + (Work(2 * f, 1, flops=mn) if self.error_feedback else Work()))  # e = M - P Q^T
+                  + (KernelWork(3 * f, 1) if self.error_feedback else KernelWork())  # M += e
+                  + KernelWork(f, 1, flops=mn) + KernelWork(0, 2, flops=4 * a * r * r)  # P = M Q; its QR
+                  + KernelWork(4 * a * r / d, 2)  # P into the all-reduce's buffer, / N
+                  + KernelWork(f, 1, flops=mn) + KernelWork(4 * b * r / d, 2)  # Q = M^T P; the same for Q
+                  + (KernelWork(2 * f, 1, flops=mn) if self.error_feedback else KernelWork()))  # e = M - P Q^T
         return Cost(encode, self.product_work(shape, r))
 
     def reset(self) -> None:

@@ -44,7 +44,7 @@ import torch
 from . import coding
 from . import cost as costs
 from .base import Compressor, Payload, check_int, check_levels, header_bytes, restore, work
-from .cost import FINITE, Cost, Work, tiny
+from .cost import FINITE, Cost, KernelWork, tiny
 from .sparse import positions
 
 CODINGS = ("packed", "elias")
@@ -143,29 +143,29 @@ class QSGD(Compressor):
         d = max(math.prod(shape), 1)
         tail = d % self.bucket != 0
         code = 1 if self.bits <= 8 else 4  # bytes of a code before packing
-        quantize = (Work(1, 1) + (tiny(2) if tail else costs.NONE)  # bucket norms (the short last one, cat)
-                    + FINITE + tiny(1) + Work(syncs=1)  # all(isfinite(norms)), bool(): the check
+        quantize = (KernelWork(1, 1) + (tiny(2) if tail else costs.NONE)  # bucket norms (the short last one, cat)
+                    + FINITE + tiny(1) + KernelWork(syncs=1)  # all(isfinite(norms)), bool(): the check
                     + tiny(5)  # scale = where(norms > 0, s / norms, 0)
-                    + Work(2, 1) + Work(2, 1) + (tiny(1) if tail else costs.NONE)  # |x|, times its bucket's scale
-                    + Work(1, 1) + Work(3, 1) + Work(2, 1) + Work(2, 1)  # r += uniform; floor; clamp at s
-                    + Work(1.25, 1))  # x < 0
+                    + KernelWork(2, 1) + KernelWork(2, 1) + (tiny(1) if tail else costs.NONE)  # |x|, times its bucket's scale
+                    + KernelWork(1, 1) + KernelWork(3, 1) + KernelWork(2, 1) + KernelWork(2, 1)  # r += uniform; floor; clamp at s
+                    + KernelWork(1.25, 1))  # x < 0
         table = tiny(8) + costs.unpack_codes(self.bits, d, d, table=True)  # code -> +-level / s, looked up
-        scale = Work(2, 1) + (tiny(1) if tail else costs.NONE)  # times the bucket norms
+        scale = KernelWork(2, 1) + (tiny(1) if tail else costs.NONE)  # times the bucket norms
         if self.coding == "packed":
-            encode = (quantize + Work((4 + code) / 4, 1)  # levels to codes
-                      + Work(2 * code / 4, 1) + Work((2 * code + 1) / 4, 1)  # 2 level + sign
+            encode = (quantize + KernelWork((4 + code) / 4, 1)  # levels to codes
+                      + KernelWork(2 * code / 4, 1) + KernelWork((2 * code + 1) / 4, 1)  # 2 level + sign
                       + costs.pack_codes(self.bits, d, d, code))
             return Cost(encode, table + scale)
         nz = 1 - rounded_levels(self.levels, self.levels / math.sqrt(min(self.bucket, d)), absolute=True)[0]
-        encode = (quantize + Work(2, 1) + Work(2, 1)  # levels to int32, + 1
-                  + Work(1, 1, syncs=2, host=150)  # to the host (and the code back): numpy's Elias gamma
-                  + Work(1.25, 1) + Work(0.25 + 2 * nz, 1, syncs=1)  # level > 0, nonzero
-                  + Work(2.5 * nz, 1) + costs.pack_codes(1, round(nz * d), d))  # their signs, gathered, packed
-        decode = (Work(2, 1, syncs=2, host=250)  # the code to the host, int64 levels back
-                  + Work(4, 1) + Work(3, 1) + Work(2, 1)  # - 1; to fp32; / s
-                  + Work(2.25, 1) + Work(0.25 + 2 * nz, 1, syncs=1)  # level != 0, nonzero
-                  + costs.unpack_signs(round(nz * d), d) + Work(nz * (0.25 + 1), 1, syncs=1)  # their signs, nonzero
-                  + Work(nz * 3, 1) + Work(nz * 2, 1) + Work(nz, 1) + Work(nz * 2, 1)  # the negative ones flipped
+        encode = (quantize + KernelWork(2, 1) + KernelWork(2, 1)  # levels to int32, + 1
+                  + KernelWork(1, 1, syncs=2, host=150)  # to the host (and the code back): numpy's Elias gamma
+                  + KernelWork(1.25, 1) + KernelWork(0.25 + 2 * nz, 1, syncs=1)  # level > 0, nonzero
+                  + KernelWork(2.5 * nz, 1) + costs.pack_codes(1, round(nz * d), d))  # their signs, gathered, packed
+        decode = (KernelWork(2, 1, syncs=2, host=250)  # the code to the host, int64 levels back
+                  + KernelWork(4, 1) + KernelWork(3, 1) + KernelWork(2, 1)  # - 1; to fp32; / s
+                  + KernelWork(2.25, 1) + KernelWork(0.25 + 2 * nz, 1, syncs=1)  # level != 0, nonzero
+                  + costs.unpack_signs(round(nz * d), d) + KernelWork(nz * (0.25 + 1), 1, syncs=1)  # their signs, nonzero
+                  + KernelWork(nz * 3, 1) + KernelWork(nz * 2, 1) + KernelWork(nz, 1) + KernelWork(nz * 2, 1)  # the negative ones flipped
                   + scale)
         return Cost(encode, decode)
 

@@ -36,7 +36,7 @@ import math
 import torch
 
 from .base import Compressor, Payload, check_ratio, header_bytes
-from .cost import CHECK, Cost, Work
+from .cost import CHECK, Cost, KernelWork
 from .topk import count as kept
 
 
@@ -135,22 +135,22 @@ class RandK(Compressor):
         d, k = max(math.prod(shape), 1), self.kept_count(shape)
         f = k / d
         if 8 * k > d:  # the first k of a random permutation of d, sorted
-            draw = Work(2, 1) + Work(f * 6, 1)
+            draw = KernelWork(2, 1) + KernelWork(f * 6, 1)
         else:  # k + k/16 + 16 positions, unique (a sync), a random order of them, k kept, sorted
-            draw = (Work(f * 2.125, 1) + Work(f * 4.25, 1, syncs=1) + Work(f * 2.125, 1) + Work(f * 6, 1)
-                    + Work(f * 6, 1))
+            draw = (KernelWork(f * 2.125, 1) + KernelWork(f * 4.25, 1, syncs=1) + KernelWork(f * 2.125, 1) + KernelWork(f * 6, 1)
+                    + KernelWork(f * 6, 1))
         encode = (CHECK + draw
-                  + Work(f * 4, 1)  # x[S]
-                  + Work(f * 2, 1))  # copied out (summable's clone; compress fills the seed part instead)
+                  + KernelWork(f * 4, 1)  # x[S]
+                  + KernelWork(f * 2, 1))  # copied out (summable's clone; compress fills the seed part instead)
         return Cost(encode, self._expand_work(d, k))
 
     @staticmethod
-    def _expand_work(d: int, k: int) -> Work:
-        return Work(1, 1) + Work(2 * k / d, 1) + Work(4 * k / d, 1)  # zeros(d); values * d / (k N); put at S
+    def _expand_work(d: int, k: int) -> KernelWork:
+        return KernelWork(1, 1) + KernelWork(2 * k / d, 1) + KernelWork(4 * k / d, 1)  # zeros(d); values * d / (k N); put at S
 
-    def decompress_work(self, shape, **assumed) -> Work:
+    def decompress_work(self, shape, **assumed) -> KernelWork:
         """``decompress``: the seed read on the host (to draw S again), then as ``from_summed``."""
-        return Work(syncs=1) + self._expand_work(max(math.prod(shape), 1), self.kept_count(shape))
+        return KernelWork(syncs=1) + self._expand_work(max(math.prod(shape), 1), self.kept_count(shape))
 
     def __repr__(self) -> str:
         return f"randk({self.ratio:g})"

@@ -47,7 +47,7 @@ import torch
 from . import coding
 from . import cost as costs
 from .base import Compressor, Payload, check_int, check_levels, header_bytes, restore, work
-from .cost import CHECK, Cost, Work, tiny
+from .cost import CHECK, Cost, KernelWork, tiny
 from .qsgd import rounded_levels
 
 CODINGS = ("huffman", "packed")
@@ -175,24 +175,24 @@ class Rotated(Compressor):
         p, q = 1 << (m // 2), 1 << (m - m // 2)
         hadamards = tiny(2 + 4 * (m // 2) + 4 * (m - m // 2))  # H_p, H_q rebuilt: ones, then 4 per doubling
         signs = tiny(4)  # b random signs: empty, bernoulli_, * 2, - 1
-        rotate = (hadamards + Work(f * 2, 1, flops=2 * n * p) + Work(f * 2, 1, flops=2 * n * q)  # H_p V, then V H_q
-                  + Work(f * 2, 1))  # / sqrt(b)
-        encode = (CHECK + tiny(2) + Work(syncs=1)  # the rotation's seed, drawn on the host
-                  + (Work(2 * f, 2) if n != d else Work(2, 1))  # the padded copy
-                  + signs + Work(f * 2, 1) + rotate  # signs, H D x / sqrt(b)
-                  + Work(f, 1).repeat(2) + tiny(6)  # min, max per bucket; s / width where width > 0
-                  + Work(f * 2, 1) + Work(f * 2, 1)  # (y - min), times s / width
-                  + Work(f, 1) + Work(f * 3, 1)  # + uniform
-                  + Work(f * 2, 1).repeat(2) + Work(f * 1.25, 1)  # floor, clamp, to uint8
+        rotate = (hadamards + KernelWork(f * 2, 1, flops=2 * n * p) + KernelWork(f * 2, 1, flops=2 * n * q)  # H_p V, then V H_q
+                  + KernelWork(f * 2, 1))  # / sqrt(b)
+        encode = (CHECK + tiny(2) + KernelWork(syncs=1)  # the rotation's seed, drawn on the host
+                  + (KernelWork(2 * f, 2) if n != d else KernelWork(2, 1))  # the padded copy
+                  + signs + KernelWork(f * 2, 1) + rotate  # signs, H D x / sqrt(b)
+                  + KernelWork(f, 1).repeat(2) + tiny(6)  # min, max per bucket; s / width where width > 0
+                  + KernelWork(f * 2, 1) + KernelWork(f * 2, 1)  # (y - min), times s / width
+                  + KernelWork(f, 1) + KernelWork(f * 3, 1)  # + uniform
+                  + KernelWork(f * 2, 1).repeat(2) + KernelWork(f * 1.25, 1)  # floor, clamp, to uint8
                   + tiny(2))  # the seed's fill, the ranges stacked
-        back = (tiny(2) + Work(f * 2, 1).repeat(2)  # range / s; levels * width, + min
-                + rotate + Work(syncs=1) + signs + Work(f * 2, 1))  # H y' / sqrt(b); the seed read, the signs
+        back = (tiny(2) + KernelWork(f * 2, 1).repeat(2)  # range / s; levels * width, + min
+                + rotate + KernelWork(syncs=1) + signs + KernelWork(f * 2, 1))  # H y' / sqrt(b); the seed read, the signs
         if self.coding == "packed":
             bits = coding.bits_for(s)
             return Cost(encode + costs.pack_codes(bits, n, d),
-                        costs.unpack_codes(bits, n, d) + Work(f * 2, 1) + back)  # int32 levels to fp32
-        encode += (Work(f * 0.25, 1) + Work(syncs=1)  # bincount of the levels, to the host (tolist)
-                   + Work(f * 0.25, 1, syncs=4, host=100))  # the levels to numpy's Huffman coder, 3 parts back
-        decode = (Work(f * 2, 1, syncs=3, host=250)  # lengths and the code to the host; int64 levels back
-                  + Work(f * 3, 1) + back)  # int64 levels to fp32
+                        costs.unpack_codes(bits, n, d) + KernelWork(f * 2, 1) + back)  # int32 levels to fp32
+        encode += (KernelWork(f * 0.25, 1) + KernelWork(syncs=1)  # bincount of the levels, to the host (tolist)
+                   + KernelWork(f * 0.25, 1, syncs=4, host=100))  # the levels to numpy's Huffman coder, 3 parts back
+        decode = (KernelWork(f * 2, 1, syncs=3, host=250)  # lengths and the code to the host; int64 levels back
+                  + KernelWork(f * 3, 1) + back)  # int64 levels to fp32
         return Cost(encode, decode)

@@ -40,7 +40,7 @@ import torch
 from . import coding
 from . import cost as costs
 from .base import FLOAT_DTYPES, Compressor, Payload, check_int, check_number, header_bytes, restore, work
-from .cost import CHECK, FINITE, Cost, Work, tiny
+from .cost import CHECK, FINITE, Cost, KernelWork, tiny
 from .error_feedback import ErrorFeedback
 
 
@@ -58,7 +58,7 @@ def _signs_bytes(shape, *parts) -> int:
     return header_bytes(len(shape), [*parts, "signs"]) + -(-math.prod(shape) // 8)
 
 
-def _unsigned_work(d: int, scalars: int) -> Work:
+def _unsigned_work(d: int, scalars: int) -> KernelWork:
     """:func:`_unsigned`: the two-entry table (``scalars`` tiny kernels), the bits, one select."""
     return tiny(scalars) + costs.unpack_signs(d, d, table=True)
 
@@ -90,7 +90,7 @@ class SignSGD(Compressor):
         d = max(math.prod(shape), 1)
         return Cost(CHECK + self._momentum_work() + costs.pack_signs(d, d), _unsigned_work(d, 3))
 
-    def _momentum_work(self) -> Work:
+    def _momentum_work(self) -> KernelWork:
         return costs.NONE
 
 
@@ -114,8 +114,8 @@ class Signum(SignSGD):
         self.state[key] = m
         return Payload({"signs": coding.pack_signs(m)}, t.shape, t.dtype)
 
-    def _momentum_work(self) -> Work:
-        return Work(2, 1) + Work(3, 1)  # m *= beta; m += (1 - beta) g (a round with a buffer)
+    def _momentum_work(self) -> KernelWork:
+        return KernelWork(2, 1) + KernelWork(3, 1)  # m *= beta; m += (1 - beta) g (a round with a buffer)
 
     def reset(self) -> None:
         """Forget every momentum buffer."""
@@ -153,8 +153,8 @@ class ScaledSign(Compressor):
     def cost(self, shape) -> Cost:
         """Mean |x| (it doubles as the check), x < 0 packed; decode: the table [s, -s], one select per bit."""
         d = max(math.prod(shape), 1)
-        encode = (Work(2, 1) + Work(1, 1)  # |x|, its mean
-                  + FINITE + Work(syncs=1)  # isfinite(scale), bool()
+        encode = (KernelWork(2, 1) + KernelWork(1, 1)  # |x|, its mean
+                  + FINITE + KernelWork(syncs=1)  # isfinite(scale), bool()
                   + costs.pack_signs(d, d))
         return Cost(encode, _unsigned_work(d, 2))
 
@@ -208,17 +208,17 @@ class OneBit(Compressor):
         d = max(math.prod(shape), 1)
         pad = -d % self.bucket
         encode = (CHECK
-                  + (Work(2, 2) if pad else costs.NONE)  # zero padding to whole buckets (new_zeros, cat)
-                  + Work(1.25, 1)  # neg = v < 0
-                  + Work(0.25, 1)  # negatives per bucket: a sum over the bools
+                  + (KernelWork(2, 2) if pad else costs.NONE)  # zero padding to whole buckets (new_zeros, cat)
+                  + KernelWork(1.25, 1)  # neg = v < 0
+                  + KernelWork(0.25, 1)  # negatives per bucket: a sum over the bools
                   + tiny(3)  # positives = b - negatives, the padding taken off the last bucket's
-                  + Work(2.25, 1) + Work(1, 1)  # where(neg, v, 0), its sum per bucket
-                  + Work(1, 1)  # the sum of each bucket
+                  + KernelWork(2.25, 1) + KernelWork(1, 1)  # where(neg, v, 0), its sum per bucket
+                  + KernelWork(1, 1)  # the sum of each bucket
                   + tiny(6)  # positive sums, clamps, divisions, the stacked means
                   + costs.pack_codes(1, d, d))  # the sign bits
         decode = (costs.unpack_signs(d, d)  # the bits as bools
-                  + (Work(0.5, 2) if pad else costs.NONE)  # padded to whole buckets
-                  + Work(1.25, 1))  # where(neg, negative mean, positive mean)
+                  + (KernelWork(0.5, 2) if pad else costs.NONE)  # padded to whole buckets
+                  + KernelWork(1.25, 1))  # where(neg, negative mean, positive mean)
         return Cost(encode, decode)
 
 

@@ -37,7 +37,7 @@ import math
 
 from . import cost as costs
 from .base import Compressor, Payload, check_number, header_bytes, restore, work
-from .cost import CHECK, Cost, Work, tiny
+from .cost import CHECK, Cost, KernelWork, tiny
 
 
 class TernGrad(Compressor):
@@ -110,12 +110,12 @@ class TernGrad(Compressor):
     def cost(self, shape) -> Cost:
         """The shared scaler's local part, then ``compress`` with the shared one; decode: the trits looked up."""
         d = max(math.prod(shape), 1)
-        clipped = Work(1, 1, syncs=1) + Work(2, 1) if self.clip is not None else costs.NONE  # std (a sync); clamp
-        scaler = CHECK + clipped + Work(2, 1) + Work(1, 1, syncs=1)  # ||x||_inf: |x|, max, float()
-        encode = (scaler + tiny(1) + Work(syncs=1)  # the scaler filled on the device; float(shared s)
+        clipped = KernelWork(1, 1, syncs=1) + KernelWork(2, 1) if self.clip is not None else costs.NONE  # std (a sync); clamp
+        scaler = CHECK + clipped + KernelWork(2, 1) + KernelWork(1, 1, syncs=1)  # ||x||_inf: |x|, max, float()
+        encode = (scaler + tiny(1) + KernelWork(syncs=1)  # the scaler filled on the device; float(shared s)
                   + CHECK + clipped
-                  + Work(2, 1) + Work(1, 1, syncs=1)  # a = |x|; its max, float()
-                  + Work(2, 1) + Work(1, 1)  # a /= s; one uniform draw per coordinate
-                  + Work(2.25, 1) + Work(1.25, 1) + Work(0.75, 1)  # keep = draw < a; x < 0; keep << negative
+                  + KernelWork(2, 1) + KernelWork(1, 1, syncs=1)  # a = |x|; its max, float()
+                  + KernelWork(2, 1) + KernelWork(1, 1)  # a /= s; one uniform draw per coordinate
+                  + KernelWork(2.25, 1) + KernelWork(1.25, 1) + KernelWork(0.75, 1)  # keep = draw < a; x < 0; keep << negative
                   + tiny(1) + costs.pack_trits(d, d))  # the scaler's part; trits five to a byte
         return Cost(encode, tiny(3) + costs.unpack_trits(d, d))  # [0, s, -s]; a lookup per byte

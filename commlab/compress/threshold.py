@@ -40,7 +40,7 @@ import torch
 from .. import checks
 from . import cost as costs
 from .base import FLOAT_DTYPES, Compressor, Payload, check_number, header_bytes
-from .cost import FINITE, Cost, Work, tiny
+from .cost import FINITE, Cost, KernelWork, tiny
 from .sparse import check_sparse, densify, positions, sparse_nbytes, sparse_payload
 
 KEPT = 0.01  # the fraction of coordinates assumed to pass the threshold when nobody says
@@ -117,21 +117,21 @@ class Threshold(Compressor):
         Decode: densify, or the +-tau values placed at the unsigned words."""
         d, k = max(math.prod(shape), 1), self.kept_count(shape, kept)
         f = k / d
-        encode = (Work(2, 1) + Work(1.25, 1) + Work(0.5, 1)  # |x|; <= tau; not (NaN passes)
-                  + Work(0.25 + f * 2, 1, syncs=1)  # nonzero: int64 positions, their count to the host
+        encode = (KernelWork(2, 1) + KernelWork(1.25, 1) + KernelWork(0.5, 1)  # |x|; <= tau; not (NaN passes)
+                  + KernelWork(0.25 + f * 2, 1, syncs=1)  # nonzero: int64 positions, their count to the host
                   + costs.gather(k, d)  # the kept values
-                  + Work(f, 1) + FINITE + Work(syncs=1))  # their sum, isfinite, bool(): the check
+                  + KernelWork(f, 1) + FINITE + KernelWork(syncs=1))  # their sum, isfinite, bool(): the check
         if not self.signs:
             return Cost(encode + costs.positions_out(k, d), costs.densify(k, d))
         word = signed_index_dtype(d).itemsize
-        encode += (Work(f * 1.25, 1)  # val > 0
-                   + Work(f * 8, 2) + Work(f * 6.25, 1)  # -idx - 1 (neg, sub); where(val > 0, idx, ~idx)
-                   + Work(f * (8 + word) / 4, 1)  # to the signed word
+        encode += (KernelWork(f * 1.25, 1)  # val > 0
+                   + KernelWork(f * 8, 2) + KernelWork(f * 6.25, 1)  # -idx - 1 (neg, sub); where(val > 0, idx, ~idx)
+                   + KernelWork(f * (8 + word) / 4, 1)  # to the signed word
                    + tiny(1))  # tau, filled on the device
-        decode = (Work(f * (word + 8) / 4, 1) + Work(1, 1)  # words to int64; zeros(d)
-                  + Work(f * 2.25, 1) + Work(f * 8, 2) + Work(f * 6.25, 1)  # words >= 0; ~words; unsigned positions
-                  + Work(f * 2.25, 1) + tiny(1) + Work(f * 1.25, 1)  # words >= 0; -tau; where(.., tau, -tau)
-                  + Work(f * 4, 1))  # index_put_ of the values
+        decode = (KernelWork(f * (word + 8) / 4, 1) + KernelWork(1, 1)  # words to int64; zeros(d)
+                  + KernelWork(f * 2.25, 1) + KernelWork(f * 8, 2) + KernelWork(f * 6.25, 1)  # words >= 0; ~words; unsigned positions
+                  + KernelWork(f * 2.25, 1) + tiny(1) + KernelWork(f * 1.25, 1)  # words >= 0; -tau; where(.., tau, -tau)
+                  + KernelWork(f * 4, 1))  # index_put_ of the values
         return Cost(encode, decode)
 
     def __repr__(self) -> str:

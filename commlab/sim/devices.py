@@ -20,7 +20,7 @@ the meta device and charges backward twice that. Its **scale** comes from the de
 second or two, so nothing is built at import); :data:`PROFILES` reads them lazily by name.
 
 **Compression arithmetic on a device.** A compressor declares what its encode and decode do as
-:class:`~commlab.compress.cost.Work`: memory passes over the tensor, kernel launches, a selection,
+:class:`~commlab.compress.cost.KernelWork`: memory passes over the tensor, kernel launches, a selection,
 host round trips. A device turns that into seconds (:meth:`Device.work_seconds`)::
 
     t = launches x launch + syncs x sync + (passes x 4 d + select x 4 x select_passes) / (efficiency x memory_bandwidth)
@@ -80,7 +80,7 @@ class Device:
                                  f"{'> 0' if what in positive else '>= 0'}")
 
     def work_seconds(self, work, numel: int) -> float:
-        """Seconds of :class:`~commlab.compress.cost.Work` on a tensor of ``numel`` elements (module doc)."""
+        """Seconds of :class:`~commlab.compress.cost.KernelWork` on a tensor of ``numel`` elements (module doc)."""
         moved = 4.0 * (work.passes * numel + work.select * self.select_passes)
         return (work.launches * self.launch + work.syncs * self.sync + moved / (self.efficiency * self.memory_bandwidth)
                 + work.flops / self.flops + 4.0 * work.host * numel / self.host_bandwidth)

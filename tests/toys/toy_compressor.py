@@ -4,7 +4,7 @@ import math
 
 from commlab.compress import COMPRESSORS, Compressor, Payload
 from commlab.compress.base import header_bytes
-from commlab.compress.cost import CHECK, Cost, Work
+from commlab.compress.cost import CHECK, Cost, KernelWork
 
 NAME = "identity"
 
@@ -35,7 +35,7 @@ class Identity(Compressor):
 
     def cost(self, shape):
         # encode: the NaN check and a copy (2 passes); decode: the division (2 passes)
-        return Cost(CHECK + Work(passes=2, launches=1), Work(passes=2, launches=1))
+        return Cost(CHECK + KernelWork(passes=2, launches=1), KernelWork(passes=2, launches=1))
 
 
 def register():
