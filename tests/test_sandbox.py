@@ -112,12 +112,12 @@ def f(obj, fn):
 
 def test_the_grader_refuses_private_names_and_its_exceptions_reach_the_student():
     source = """
-from commlab.classroom import sandbox
+from commlab.classroom import proxies
 
 def f(obj):
     hid = object.__getattribute__(obj, "_hid")  # past Remote, straight to the grader
     try:
-        sandbox._ask(("get", hid, "_secret"))
+        proxies._ask(("get", hid, "_secret"))
     except AttributeError as error:
         return str(error)
 
@@ -223,7 +223,7 @@ def f(how):
 
 EVIL = """
 import io, os, pickle, torch
-from commlab.classroom import sandbox
+from commlab.classroom import proxies
 
 class Evil:
     def __reduce__(self):
@@ -233,8 +233,8 @@ def returned():
     return Evil()
 
 def sent(how):
-    payload = pickle.dumps(("return", Evil(), [])) if how == "pickle" else sandbox._dump(("return", Evil(), []))
-    sandbox._CHILD["conn"].send_bytes(payload)  # past the converter, straight to the grader
+    payload = pickle.dumps(("return", Evil(), [])) if how == "pickle" else proxies._dump(("return", Evil(), []))
+    proxies._CHILD["conn"].send_bytes(payload)  # past the converter, straight to the grader
     return 1
 """
 

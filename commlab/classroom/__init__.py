@@ -8,7 +8,8 @@
   in two steps that share nothing but data:
   :mod:`~commlab.classroom.collect` runs a notebook and writes its answers down as plain data;
   :mod:`~commlab.classroom.score` judges them in a fresh process, a function answer in a
-  :mod:`~commlab.classroom.sandbox` (a child process reaching the check's objects by handle).
+  :mod:`~commlab.classroom.sandbox` (a child process reaching the check's objects by handle,
+  :mod:`~commlab.classroom.proxies`).
   :mod:`~commlab.classroom.isolation` gives the student's code a read-only system and one
   writable folder; :mod:`~commlab.classroom.reaper` ends whatever it started.
 * :mod:`~commlab.classroom.gradebook`: those rows as an instructor uses them: one row per student
