@@ -39,6 +39,15 @@ def profile_or_name(p, a, names):
     cpu = str(profile.about.get("device", "")).startswith("cpu") and a.device is None
     say(where + ("; each worker is simulated as that CPU (give --device v100, a100, h100 or h200 to map the "
                  "profile to a GPU)" if cpu else ""))
+    memory = profile.about.get("memory")
+    if memory:
+        from .sim.step_memory import per_worker
+
+        held = per_worker(memory, "momentum")
+        say(f"each worker holds {held['total'] / 1e9:.3g} GB at batch {profile.batch} with momentum SGD: parameters "
+            f"{held['parameters'] / 1e9:.3g}, gradients {held['gradients'] / 1e9:.3g}, momentum "
+            f"{held['optimizer'] / 1e9:.3g}, activations saved for backward {held['activations'] / 1e9:.3g} (measured; "
+            "Adam adds as much again as the momentum)")
     return profile
 
 

@@ -64,6 +64,7 @@ def test_round_trip_profile_file_simulate_advise_train(mine, capsys):
     assert printed.startswith("measured on cpu (1 thread")
     assert "each worker is simulated as that CPU" in printed and "speedup over one GPU" in printed
     assert "mine.json on 2 node(s) x 4 GPUs" in printed
+    assert re.search(r"each worker holds [0-9.e-]+ GB at batch 16 with momentum SGD: parameters", printed)
     assert main(["simulate", "--profile", "mine.json", "--gpus", "8", "--device", "v100"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert printed.startswith("measured on cpu (1 thread), mapped to v100 by a roofline per operator")
