@@ -148,7 +148,8 @@ def run(p, a) -> int:
               f"{worst['flops_share']:.1%} of the FLOPs, {worst['measured/flops']:.3g} times its share)")
     free = table[table["flops_share"] == 0]
     if len(free):
-        print(f"no counted FLOPs (their time is not arithmetic the count sees): {', '.join(free['layer'].head(8))}"
+        named = [n or "(the model's own parameters)" for n in free["layer"].head(8)]
+        print(f"no counted FLOPs (their time is not arithmetic the count sees): {', '.join(named)}"
               + (f" and {len(free) - 8} more" if len(free) > 8 else "")
               + f", {free['measured_share'].sum():.1%} of the step")
     print(f"wrote {a.out}")

@@ -115,10 +115,49 @@ class Twice(nn.Module):
         return self.layer(torch.relu(self.layer(x)))
 
 
+class RootParameter(nn.Module):
+    """A positional embedding owned by the model itself, a BatchNorm, a shared block used twice
+    and a head whose weight is tied to the first layer's."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.pos = nn.Parameter(torch.zeros(1, 16))
+        self.inp = nn.Linear(16, 16)
+        self.norm = nn.BatchNorm1d(16)
+        self.shared = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 16)
+        self.head.weight = self.inp.weight  # tied
+
+    def forward(self, x):
+        h = self.norm(self.inp(x + self.pos))
+        return self.head(self.shared(torch.relu(self.shared(h))))
+
+
+def test_every_parameter_is_timed_where_its_gradient_lands():
+    torch.set_num_threads(1)
+    p = sim.measure(RootParameter(), torch.randn(64, 16), steps=3, warmup=1)
+    # the model's own parameter is a layer placed where the model starts; the shared block counts
+    # once, where it is first called; the tied weight belongs to its first user
+    assert p.names == ("", "inp", "norm", "shared", "head")
+    assert p.grad_bytes == (64, 4 * (256 + 16), 4 * 32, 4 * (256 + 16), 4 * 16)
+    assert all(t > 0 for t in p.backward_s[1:]) and all(t > 0 for t in p.forward_s[1:])
+    # the root layer holds no work of its own: it cannot take the whole backward, as it did when
+    # it was placed last
+    assert p.backward_s[0] < 0.5 * sum(p.backward_s)
+    assert 0.5 < (sum(p.forward_s) + sum(p.backward_s)) / p.about["step_s"] < 2.0
+    counted = model_profile(RootParameter(), torch.randn(64, 16))
+    assert counted.names == p.names and counted.grad_bytes == p.grad_bytes
+
+
+def test_a_module_called_twice_is_one_layer():
+    p = sim.measure(Twice(), torch.randn(4, 8), steps=1, warmup=0)
+    assert p.names == ("layer",) and p.forward_s[0] > 0
+
+
 @pytest.mark.parametrize("model, x, message", [
     (nn.Sequential(nn.ReLU(), nn.Flatten()), torch.randn(2, 3), "no trainable parameters"),
     (_mlp(), torch.randn(4, 7), r"failed on an input of shape \(4, 7\): RuntimeError: mat1 and mat2"),
-    (Twice(), torch.randn(4, 8), "layer 'layer' runs 2 times in one forward pass"),
     (_mlp(), torch.randn(4, 128), "steps=0 must be an integer >= 1"),
     (nn.Linear(4, 2, device="meta"), torch.zeros(3, 4, device="meta"), "the model is on the meta device"),
     (TwoHeads(used=("one",)), torch.randn(6, 4), "layer 'two' gets no gradient from the loss"),

@@ -118,25 +118,44 @@ class Profile:
                 f"batch {self.batch})")
 
 
+def layer_holders(model: torch.nn.Module) -> set[str]:
+    """{""} when the model itself owns trainable parameters beside its layers (a positional
+    embedding on the root module): that layer is placed where the model's forward starts
+    (:func:`layer_flops`). Other modules that own parameters and hold layers (BERT's prediction
+    head and its bias, MultiheadAttention and its projection) keep their place at their
+    forward's end, where the parameters they own are last used."""
+    owners = [name for name, m in model.named_modules() if any(p.requires_grad for p in m.parameters(recurse=False))]
+    return {""} if "" in owners and len(owners) > 1 else set()
+
+
 def layer_flops(model: torch.nn.Module, example_input) -> tuple[list[str], list[float], list[list[int]]]:
-    """(names, forward FLOPs of the whole example batch, parameter positions) per layer, in forward order."""
+    """(names, forward FLOPs of the whole example batch, parameter positions) per layer, in forward order.
+
+    A layer is a module that owns trainable parameters. It takes its place where its forward
+    finishes, with the work since the previous layer's place; the model itself, when it owns
+    parameters beside its layers (a positional embedding), takes its place where its forward
+    *starts* (:func:`layer_holders`), with no work of its own (its parameters' gradient still lands
+    where backward computes it). A module called twice counts where it is first
+    called; the work of its later calls goes to the layer after them."""
     position = {id(p): i for i, p in enumerate(p for p in model.parameters() if p.requires_grad)}
     owners = [(name, m) for name, m in model.named_modules()
               if any(p.requires_grad for p in m.parameters(recurse=False))]
+    holders = layer_holders(model)
     order, flops, mark = [], {}, [0.0]
     counter = FlopCounterMode(display=False)
 
     def after(name):
-        def hook(module, args, out):
+        def hook(module, args, out=None):
+            if name in flops:  # a later call: its work goes to the next layer
+                return
             total = counter.get_total_flops()
-            if name not in flops:
-                order.append(name)
-                flops[name] = 0.0
-            flops[name] += total - mark[0]
+            order.append(name)
+            flops[name] = total - mark[0]
             mark[0] = total
         return hook
 
-    handles = [m.register_forward_hook(after(name)) for name, m in owners]
+    handles = [m.register_forward_pre_hook(after(name)) if name in holders else m.register_forward_hook(after(name))
+               for name, m in owners]
     modes = {m: m.training for m in model.modules()}
     model.eval()
     try:

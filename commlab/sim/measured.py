@@ -7,7 +7,10 @@ MLSys 2022, which profiles the distributed run into a global data-flow graph):
 
 * **Layers** are those of :class:`~commlab.schedule.profile.Profile` (modules that own
   parameters, in forward order, parameter-free work folded into the next layer), found by
-  :func:`~commlab.schedule.profile.layer_flops`, with the same gradient bytes and shapes.
+  :func:`~commlab.schedule.profile.layer_flops`, with the same gradient bytes and shapes: the
+  model's own parameters (a positional embedding on the root module) are a layer placed where
+  the model's forward starts, a module called twice counts where it is first called, a tied
+  parameter with its first user.
 * **Forward**: a forward hook stamps the clock as each layer finishes; layer l's forward time is
   the stamp of l minus the stamp of l-1 (the step's start for the first), so the activations
   between two layers count toward the later one; the loss counts toward the last layer.
@@ -44,7 +47,7 @@ from collections.abc import Mapping
 import torch
 
 from ..models.intensity import floating_tensors
-from ..schedule.profile import Profile, layer_flops
+from ..schedule.profile import Profile, layer_flops, layer_holders
 from .devices import DEVICES
 from .op_trace import trace_ops
 from .step_memory import step_memory
@@ -167,13 +170,15 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
     """(per-layer forward medians, per-layer backward medians, the unhooked step's seconds). Each
     round runs one step with the hooks and one without, so both see the same machine."""
     modules = dict(model.named_modules())
+    holders = layer_holders(model)
     L = len(names)
     state = {}
 
     def forward_hook(l):
-        def hook(module, args, out):
+        def hook(module, args, out=None):
             state["calls"][l] += 1
-            state["forward"][l] = state["clock"].stamp()
+            if state["calls"][l] == 1:  # a module called again: the later calls' time goes to the next layer
+                state["forward"][l] = state["clock"].stamp()
         return hook
 
     def grad_hook(l):
@@ -184,7 +189,8 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
     fwd, bwd, whole, handles = [[] for _ in range(L)], [[] for _ in range(L)], [], []
     try:
         for step in range(warmup + steps):
-            handles = [modules[n].register_forward_hook(forward_hook(l)) for l, n in enumerate(names)]
+            handles = [modules[n].register_forward_pre_hook(forward_hook(l)) if n in holders
+                       else modules[n].register_forward_hook(forward_hook(l)) for l, n in enumerate(names)]
             handles += [params[i].register_post_accumulate_grad_hook(grad_hook(l))
                         for l, ps in enumerate(positions) for i in ps]
             model.zero_grad(set_to_none=True)
@@ -202,11 +208,6 @@ def _timed_steps(model, call, loss, names, positions, params, cuda, warmup, step
                 raise ValueError(f"measure: layer {silent[0]!r} gets no gradient from the loss (the loss does not "
                                  "depend on it): give loss= a function of every output you train, or freeze its "
                                  "parameters (requires_grad=False)")
-            twice = [names[l] for l in range(L) if state["calls"][l] > 1]
-            if twice:
-                raise ValueError(f"measure: layer {twice[0]!r} runs {state['calls'][names.index(twice[0])]} times in "
-                                 "one forward pass (a module used twice); a profile times each layer once: give "
-                                 "each use its own module")
             t = clock.seconds()
             model.zero_grad(set_to_none=True)  # the same step without hooks: what the layers should add up to
             plain = _Clock(cuda)

@@ -23,6 +23,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
+from ..schedule.profile import layer_holders
+
 
 OTHER, MATMUL, CONV = 0, 1, 2  # an operator's kind: the rate its FLOPs run at on a GPU differs
 
@@ -75,8 +77,10 @@ def trace_ops(model, call, loss, names, positions, params) -> dict:
     left = [len(ps) for ps in positions]
 
     def finished_forward(l):
-        def hook(module, args, out):
-            rec.layer = min(l + 1, L - 1)
+        def hook(module, args, out=None):
+            if not done[l]:  # a module called again: its later calls' operators go to the layer after them
+                done[l] = True
+                rec.layer = min(l + 1, L - 1)
         return hook
 
     def landed(l):
@@ -86,7 +90,9 @@ def trace_ops(model, call, loss, names, positions, params) -> dict:
                 rec.layer = max(l - 1, 0)
         return hook
 
-    handles = [modules[n].register_forward_hook(finished_forward(l)) for l, n in enumerate(names)]
+    holders, done = layer_holders(model), [False] * L
+    handles = [modules[n].register_forward_pre_hook(finished_forward(l)) if n in holders
+               else modules[n].register_forward_hook(finished_forward(l)) for l, n in enumerate(names)]
     handles += [params[i].register_post_accumulate_grad_hook(landed(l)) for l, ps in enumerate(positions) for i in ps]
     model.zero_grad(set_to_none=True)
     try:
