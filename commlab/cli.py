@@ -145,6 +145,11 @@ def _train(p, a) -> int:
         check_name(p, "--model", a.model, list(models_pkg.MODELS))
     if data is a.data:
         check_name(p, "--data", a.data, list(data_pkg.LOADERS))
+    if model is not a.model and not isinstance(data, str):  # your own builder: built once here, its errors said
+        try:
+            model(data)
+        except ValueError as e:
+            p.error(str(e))
     out, ext = a.out, os.path.splitext(a.out)[1].lower()
     png = a.plot or os.path.splitext(out)[0] + ".png"
     try:  # every output can be written, before any work starts

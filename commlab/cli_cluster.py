@@ -74,6 +74,9 @@ def advise_command(p, a) -> int:
     from .advisor import advise
 
     model = profile_or_name(p, a, [*sim.BUILTINS, *LARGE])
+    if a.batch is not None and (a.batch < 1 or not isinstance(model, str) or model not in LARGE):
+        p.error(f"--batch {a.batch} sets the sequences per step of a large model ({', '.join(LARGE)}), an integer "
+                ">= 1" + ("; a profile has its own batch" if a.profile else ""))
     if a.top < 1:
         p.error(f"--top {a.top} must be >= 1 (rows to print)")
     cluster, _ = cluster_from(p, a)

@@ -24,6 +24,7 @@ import re
 
 import torch
 
+from . import checks
 from . import data as data_pkg
 from . import sim
 from .sim.measured import versus_flops
@@ -44,19 +45,35 @@ def import_object(text: str, flag: str):
 
 
 def builder(text: str):
-    """The Trainer's model from ``pkg.module:builder``: a function ``dataset -> nn.Module``."""
+    """The Trainer's model from ``pkg.module:builder``: a function of no argument, or of the data
+    set, returning an ``nn.Module``; as ``dataset -> nn.Module``, whose errors name the builder."""
     fn = import_object(text, "--model")
     if not callable(fn):
         raise ValueError(f"--model {text!r} is not a function")
-    required = [p for p in inspect.signature(fn).parameters.values()
+    required = [p.name for p in inspect.signature(fn).parameters.values()
                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return fn if required else (lambda dataset: fn())
+    if len(required) > 1:
+        raise ValueError(f"--model {text!r} takes {', '.join(required)}; a builder takes no argument, or one: "
+                         "the data set")
+
+    def build(dataset):
+        try:
+            model = fn(dataset) if required else fn()
+        except Exception as e:  # noqa: BLE001 - the builder's own error, named
+            raise ValueError(f"--model {text!r}: the builder raised {type(e).__name__}: {e}") from e
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"--model {text!r} returned {type(model).__name__}, not an nn.Module")
+        return model
+    return build
 
 
 def loader(text: str, seed: int = 0) -> data_pkg.Dataset:
     """The data set from ``pkg.module:loader`` (see the module doc)."""
     fn = import_object(text, "--data")
-    got = fn() if callable(fn) else fn
+    try:
+        got = fn() if callable(fn) else fn
+    except Exception as e:  # noqa: BLE001 - the loader's own error, named
+        raise ValueError(f"--data {text!r}: the loader raised {type(e).__name__}: {e}") from e
     name = text.partition(":")[2]
     if isinstance(got, data_pkg.Dataset):
         return got
@@ -108,8 +125,10 @@ def run(p, a) -> int:
     """Measure, print the layers beside their FLOPs, save."""
     import pandas as pd
 
-    if not a.out.lower().endswith(".json"):
-        p.error(f"--out {a.out!r} must end in .json")
+    try:  # the profile can be written, before any measurement
+        checks.output_path("--out", a.out, (".json",))
+    except (ValueError, TypeError) as e:
+        p.error(str(e))
     if not (a.device == "cpu" or a.device == "cuda" or re.fullmatch(r"cuda:\d+", a.device)):
         p.error(f"--device {a.device!r} is not a device to measure on; valid: cpu, cuda, cuda:N")
     if a.device.startswith("cuda") and not torch.cuda.is_available():
@@ -121,14 +140,15 @@ def run(p, a) -> int:
     try:
         x = example_input(a.input, a.batch, a.vocab)
         model = builder(a.model)(None)
-        if not isinstance(model, torch.nn.Module):
-            raise ValueError(f"--model {a.model!r} returned {type(model).__name__}, not an nn.Module")
         prof = sim.measure(model, x, device=a.device, steps=a.steps, warmup=a.warmup)
     except ValueError as e:
         p.error(str(e))
     prof.about["model"] = a.model
     table = versus_flops(prof)
-    sim.save_profile(prof, a.out)
+    try:
+        sim.save_profile(prof, a.out)
+    except OSError as e:
+        p.error(f"--out {a.out!r}: {e.strerror or e}")
     with pd.option_context("display.width", 120):
         print(table.round(4).to_string(index=False))
     t = table.attrs

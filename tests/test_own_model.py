@@ -39,6 +39,22 @@ def torch_data():
 
 
 NOT_A_FUNCTION = 3
+
+
+def raises():
+    raise RuntimeError("boom in the builder")
+
+
+def two_arguments(width, depth):
+    return nn.Linear(width, depth)
+
+
+def forty_two():
+    return 42
+
+
+def loader_raises():
+    raise OSError("no data here")
 '''
 
 
@@ -109,10 +125,22 @@ def test_builders_loaders_and_inputs_are_read_as_documented(mine):
     (["simulate", "--profile", "missing.json"], "--profile: no profile file 'missing.json'"),
     (["advise", "--profile", "mine_model.py"], "--profile: unknown model|not a profile file"),
     (["simulate", "--profile", "p.json", "--model", "resnet50"], "give --model or --profile, not both"),
+    (["profile", "--model", "mine_model:raises", "--input", "4", "--out", "p.json"],
+     "the builder raised RuntimeError: boom in the builder"),
+    (["profile", "--model", "mine_model:two_arguments", "--input", "4", "--out", "p.json"],
+     "takes width, depth; a builder takes no argument, or one: the data set"),
+    (["train", "--model", "mine_model:forty_two", "--out", "r.csv"], "returned int, not an nn.Module"),
+    (["train", "--data", "mine_model:loader_raises", "--out", "r.csv"], "the loader raised OSError: no data here"),
+    (["profile", "--model", "mine_model:build", "--input", "3x8x8", "--out", "."], "must end in .json"),
+    (["advise", "--profile", "p.json", "--batch", "0"], "--batch 0 sets the sequences per step of a large model"),
     (["advise", "--device", "v100"], "--device maps a measured profile"),
     (["simulate", "--profile", "p.json", "--device", "tpu"], "invalid choice: 'tpu'"),
 ])
 def test_bad_names_end_with_status_2_and_the_reason(mine, capsys, args, says):
+    if "p.json" in args and args[0] in ("simulate", "advise"):  # a valid profile to go with the bad flag
+        assert main(["profile", "--model", "mine_model:build", "--input", "3x8x8", "--batch", "4", "--steps", "1",
+                     "--warmup", "0", "--out", "p.json"]) == 0
+        capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
         main(args)
     assert stop.value.code == 2

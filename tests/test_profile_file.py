@@ -55,3 +55,19 @@ def test_resolve_takes_names_files_and_profiles(tmp_path):
     assert resolve(str(save_profile(p, tmp_path / "b.json"))) == p
     cluster = sim.Cluster(2, 4, intra="PCIe3-mgwfbp", inter="10GbE")
     assert sim.iteration(tmp_path / "b.json", cluster).time == sim.iteration("bert-base", cluster).time
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda d: d.pop("layers"), "'layers' must be a non-empty list of layers"),
+    (lambda d: d["layers"][0].update(forward_s="fast"), r"layer 0 \('a'\): forward_s must be seconds, a number >= 0, got 'fast'"),
+    (lambda d: d.update(device="tpu9"), "device 'tpu9' is not a simulator device; valid: rtx2080ti"),
+    (lambda d: d.update(batch=0), "'batch' must be an integer >= 1"),
+])
+def test_a_file_with_a_bad_field_is_refused_naming_it(tmp_path, change, says):
+    doc = {"format": "commlab-profile", "version": 1, "batch": 4, "itemsize": 4, "device": None, "about": {},
+           "layers": [{"name": "a", "forward_s": 1e-3, "backward_s": 2e-3, "grad_bytes": 40, "shapes": [[10]]}]}
+    change(doc)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=says):
+        sim.load_profile(path)

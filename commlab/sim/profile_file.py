@@ -55,6 +55,7 @@ def load_profile(path) -> Profile:
                          "commlab.sim.save_profile or python -m commlab profile")
     if doc.get("version") != VERSION:
         raise ValueError(f"{path}: profile file version {doc.get('version')!r}; this commlab reads version {VERSION}")
+    _check(doc, path)
     layers = doc["layers"]
     params = [layer.get("params", []) for layer in layers]
     return Profile([layer["forward_s"] for layer in layers], [layer["backward_s"] for layer in layers],
@@ -62,6 +63,25 @@ def load_profile(path) -> Profile:
                    names=[layer["name"] for layer in layers], params=params if all(params) else (),
                    itemsize=doc["itemsize"], shapes=[layer["shapes"] for layer in layers],
                    device=DEVICES.get(doc.get("device")), about=doc.get("about", {}))
+
+
+def _check(doc: dict, path) -> None:
+    """Refuse a profile file whose fields are missing or of the wrong kind, naming the field."""
+    for key, kind in (("layers", list), ("batch", int), ("itemsize", int)):
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool) or not doc.get(key):
+            raise ValueError(f"{path}: {key!r} must be {'a non-empty list of layers' if kind is list else 'an integer >= 1'}"
+                             f", got {doc.get(key)!r}")
+    if doc.get("device") is not None and doc["device"] not in DEVICES:
+        raise ValueError(f"{path}: device {doc['device']!r} is not a simulator device; valid: {', '.join(DEVICES)} "
+                         "or null")
+    for l, layer in enumerate(doc["layers"]):
+        if not isinstance(layer, dict):
+            raise ValueError(f"{path}: layer {l} must be an object with name, forward_s, backward_s, grad_bytes")
+        for key in ("forward_s", "backward_s", "grad_bytes"):
+            value = layer.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{path}: layer {l} ({layer.get('name', '?')!r}): {key} must be "
+                                 f"{'bytes' if key == 'grad_bytes' else 'seconds'}, a number >= 0, got {value!r}")
 
 
 def resolve(spec) -> Profile:
