@@ -104,10 +104,20 @@ def example_input(shape: str, batch: int, vocab: int | None = None) -> torch.Ten
     return torch.randn((batch, *dims), generator=g)
 
 
+PLAIN_HELP = """Measure one step of your model layer by layer on this machine, print each layer's share of
+the step beside its share of the FLOPs, and save the profile as JSON.
+
+A builder is named pkg.module:name (importable from where the command runs): a function that
+returns an nn.Module, called with no argument, or with the data set it will train on if it takes
+one. The profile keeps the builder's name, so advice on it prints the train command that runs it.
+On a CPU each layer is timed with one math thread by default (--threads), by the thread's own CPU
+time. Then: simulate --profile my.json [--device v100] and advise --profile my.json."""
+
+
 def add_parser(sub, fmt) -> None:
     """The ``profile`` subcommand."""
     p = sub.add_parser("profile", help="measure your model's step layer by layer and save the profile",
-                       formatter_class=fmt, description=__doc__.split("\n\n")[1].strip())
+                       formatter_class=fmt, description=PLAIN_HELP)
     p.add_argument("--model", required=True, help="pkg.module:builder, a function returning an nn.Module")
     p.add_argument("--input", required=True, help="one sample's shape, e.g. 3x224x224 (or 128 tokens with --vocab)")
     p.add_argument("--batch", type=int, default=32, help="samples per step (one worker's mini-batch)")
