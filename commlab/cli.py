@@ -86,6 +86,11 @@ def parser() -> argparse.ArgumentParser:
                    help="compressed messages: the fused buffer (bucket) or one per parameter tensor")
     t.add_argument("--schedule", default=None, help='e.g. wfbp, "fusion(mb=25)", mg_wfbp')
     t.add_argument("--net", default=None, help="a link for the simulated clock, e.g. 10GbE")
+    t.add_argument("--profile", default=None,
+                   help="a profile file (python -m commlab profile): the simulated clock charges a step the profile's "
+                        "measured compute (scaled to --batch-size); needs --net")
+    t.add_argument("--device", default=None, choices=list(sim.RATES),
+                   help="with --profile: the profile mapped to this device first (commlab.sim.to_device)")
     t.add_argument("--runtime", default="threads", choices=RUNTIMES)
     t.add_argument("--steps", type=int, default=100)
     t.add_argument("--batch-size", type=int, default=32)
@@ -132,6 +137,36 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _profiled_network(p, a, model, data):
+    """The --net link with a compute rate that makes one step of the model take the profile's
+    measured compute (mapped to --device if given), scaled from the profile's batch to --batch-size."""
+    from .models.intensity import flops_per_sample
+    from .net import Network
+
+    if a.profile is None:
+        p.error("--device maps a profile (--profile) to another device; give --profile too")
+    if a.net is None:
+        p.error("--profile sets the simulated clock's compute: give --net too (the link between workers)")
+    try:
+        profile = sim.load_profile(a.profile)
+        if a.device is not None:
+            profile = sim.to_device(profile, a.device)
+        dataset = data if isinstance(data, data_pkg.Dataset) else data_pkg.load(data, seed=a.seed)
+        built = model(dataset) if callable(model) else models_pkg.build_model(model, dataset)
+        per_sample = flops_per_sample(built, dataset.x_train[:1])
+        step = sum(profile.forward_s) + sum(profile.backward_s)
+        if step <= 0:
+            raise ValueError(f"{a.profile}: the profile's step takes no time")
+        rate = per_sample * profile.batch / step
+        network = Network(a.net, flops=rate)
+    except (ValueError, FileNotFoundError, KeyError) as e:
+        p.error(f"--profile: {e}")
+    print(f"the simulated clock charges a step {step * a.batch_size / profile.batch * 1e3:.4g} ms of compute: "
+          f"{sim.describe(profile)}, {step * 1e3:.4g} ms at batch {profile.batch}, scaled to --batch-size "
+          f"{a.batch_size}")
+    return network
+
+
 def _train(p, a) -> int:
     from .train import Trainer
 
@@ -166,9 +201,12 @@ def _train(p, a) -> int:
             p.error("--out *.parquet needs pyarrow (pip install pyarrow); or write .csv")
     if a.steps < 1:
         p.error(f"--steps {a.steps} must be >= 1")
+    net = a.net
+    if a.profile is not None or a.device is not None:
+        net = _profiled_network(p, a, model, data)
     try:
         trainer = Trainer(model, data, workers=a.workers, sync=a.sync, arch=a.arch, compress=a.compress,
-                          compress_per=a.compress_per, schedule=a.schedule, net=a.net, runtime=a.runtime,
+                          compress_per=a.compress_per, schedule=a.schedule, net=net, runtime=a.runtime,
                           seed=a.seed, batch_size=a.batch_size, lr=a.lr, momentum=a.momentum,
                           eval_every=a.eval_every, progress=not a.no_progress)
     except (ValueError, TypeError) as e:

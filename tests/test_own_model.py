@@ -145,3 +145,26 @@ def test_bad_names_end_with_status_2_and_the_reason(mine, capsys, args, says):
         main(args)
     assert stop.value.code == 2
     assert re.search(says, capsys.readouterr().err)
+
+
+def test_train_with_a_profile_charges_its_compute_as_simulate_does(mine, capsys):
+    assert main(["profile", "--model", "mine_model:build", "--input", "3x8x8", "--batch", "16", "--steps", "3",
+                 "--warmup", "1", "--out", "mine.json"]) == 0
+    out = mine / "run.csv"
+    assert main(["train", "--model", "mine_model:build", "--data", "mine_model:data", "--workers", "4",
+                 "--net", "10GbE", "--profile", "mine.json", "--batch-size", "16", "--steps", "4",
+                 "--eval-every", "4", "--out", str(out), "--no-progress"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "the simulated clock charges a step" in printed and "measured on cpu (1 thread" in printed
+    import pandas as pd
+
+    history = pd.read_csv(out)
+    trained = history["sim_time"].iloc[-1] / 4
+    simulated = sim.iteration(sim.load_profile(mine / "mine.json"), sim.Cluster(4, 1, inter="10GbE"),
+                              schedule="none").time
+    # the same compute and the same ring all-reduce of the same gradient: within 10%
+    assert abs(trained / simulated - 1) < 0.10, (trained, simulated)
+    with pytest.raises(SystemExit):
+        main(["train", "--model", "mine_model:build", "--data", "mine_model:data", "--profile", "mine.json",
+              "--out", str(out)])
+    assert "give --net too" in capsys.readouterr().err
