@@ -102,7 +102,7 @@ def advise_command(p, a) -> int:
         for what, why in table.attrs["left_out"].items():
             say(f"not ranked: {what} ({why})")
         if a.profile:
-            for line in own_model.provenance(model, a.profile, first):
+            for line in own_model.provenance(model, a.profile, first, a.net):
                 say(line)
     return 0
 

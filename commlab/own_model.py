@@ -128,6 +128,9 @@ def add_parser(sub, fmt) -> None:
                    help="torch's math threads on a CPU (default 1: each layer timed by the thread's own CPU "
                         "time, which other programs do not lengthen)")
     p.add_argument("--warmup", type=int, default=3, help="steps run before timing")
+    p.add_argument("--data", default=None,
+                   help="pkg.module:loader (or a built-in set) the model trains on: recorded, so that advice prints a "
+                        "train command that runs as it is")
     p.add_argument("--out", required=True, help="the profile file to write (.json)")
 
 
@@ -154,6 +157,8 @@ def run(p, a) -> int:
     except ValueError as e:
         p.error(str(e))
     prof.about["model"] = a.model
+    if a.data is not None:
+        prof.about["data"] = a.data
     table = versus_flops(prof)
     try:
         sim.save_profile(prof, a.out)
@@ -186,9 +191,11 @@ def run(p, a) -> int:
     return 0
 
 
-def provenance(profile, source: str, first=None) -> list[str]:
+def provenance(profile, source: str, first=None, net: str | None = None) -> list[str]:
     """What of the advice on ``profile`` (read from ``source``) is measured and what is modelled,
-    and, for a profile of a builder, the ``train`` command that runs the ranking's ``first`` row."""
+    and, for a profile of a builder, the ``train`` command that runs the ranking's ``first`` row on
+    ``net`` with the profile's compute (its data: the loader the profile recorded, else a
+    placeholder to replace, said so)."""
     about = profile.about
     if "measured" not in about:
         return [f"{source}: a profile from FLOP counts (no measurement recorded in it)"]
@@ -199,8 +206,11 @@ def provenance(profile, source: str, first=None) -> list[str]:
              f"(timed on {profile.device.name if profile.device else 'the default device'}) and the convergence "
              "penalties (measured on the book's small problems, commlab.advisor.penalties)"]
     if first is not None and ":" in str(about.get("model", "")):
-        flags = [f"--model {about['model']}", "--data <pkg.module:loader or a built-in set>",
-                 f"--workers {first['workers']}"]
+        data = about.get("data") or "YOUR_LOADER"
+        flags = [f"--model {about['model']}", f"--data {data}", f"--workers {first['workers']}"]
         flags += [f'--{k} "{first[k]}"' for k in ("sync", "arch", "compress", "schedule") if first[k] is not None]
-        lines.append("to train the first row: python -m commlab train " + " ".join(flags))
+        flags += [f"--profile {source}", f"--batch-size {profile.batch}"] + ([f"--net {net}"] if net else [])
+        lines.append("to train the first row: python -m commlab train " + " ".join(flags)
+                     + ("" if about.get("data") else " (YOUR_LOADER: your pkg.module:loader or a built-in data set; "
+                                                     "profile --data records it)"))
     return lines

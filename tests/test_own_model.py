@@ -90,9 +90,16 @@ def test_round_trip_profile_file_simulate_advise_train(mine, capsys):
     assert re.search(r"from the measurement \(mine.json: (wall time|thread CPU time) per layer on cpu", printed)
     assert "from the models: each message's time on the links" in printed
     command = printed.split("to train the first row: ")[1]
-    assert command.startswith("python -m commlab train --model mine_model:build --data <pkg.module:loader")
-    # the reader puts their loader in, and runs the command as printed (a few steps of it here)
-    words = shlex.split(command.replace("<pkg.module:loader or a built-in set>", "mine_model:data"))
+    assert command.startswith("python -m commlab train --model mine_model:build --data YOUR_LOADER")
+    assert "--profile mine.json --batch-size 16 --net tcp-25GbE" in command
+    # with the loader recorded by profile --data, the command runs as printed (a few steps of it here)
+    assert main(["profile", "--model", "mine_model:build", "--input", "3x8x8", "--batch", "16", "--steps", "2",
+                 "--warmup", "1", "--data", "mine_model:data", "--out", "mine.json"]) == 0
+    capsys.readouterr()
+    assert main(["advise", "--profile", "mine.json", "--gpus", "8", "--net", "tcp-25GbE", "--top", "3"]) == 0
+    command = " ".join(capsys.readouterr().out.split()).split("to train the first row: ")[1]
+    assert "YOUR_LOADER" not in command
+    words = shlex.split(command)
     assert words[:3] == ["python", "-m", "commlab"]
     out = mine / "run.csv"
     assert main([*words[3:], "--steps", "4", "--eval-every", "2", "--out", str(out), "--no-progress"]) == 0
