@@ -81,7 +81,8 @@ def advise_command(p, a) -> int:
         p.error(f"--top {a.top} must be >= 1 (rows to print)")
     cluster, _ = cluster_from(p, a)
     try:
-        table = advise(model, cluster, target=a.target, budget=a.budget, batch=a.batch)
+        memory = sim.MEMORY_GB.get(a.device, 80.0) if a.device else 80.0
+        table = advise(model, cluster, target=a.target, budget=a.budget, batch=a.batch, memory_gb=memory)
     except ValueError as e:
         p.error(str(e))
     import pandas as pd

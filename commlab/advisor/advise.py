@@ -60,6 +60,7 @@ import torch
 
 from .. import checks
 from .. import compress as compress_pkg
+from .caveats import fits, within_error
 from .. import sync as sync_pkg
 from ..arch.algorithms import ALLREDUCES
 from ..parallel import planner
@@ -234,29 +235,6 @@ def _large(model, cluster, target, batch, memory_gb):
     return rows
 
 
-# The compression model's median error on a measured grid: |predicted / measured - 1| of the speedup
-# over no compression, over GRACE's 105 compressed ResNet-50 cells (commlab.sim.grace.summary(...)
-# .loc["all", "speedup_error"]; tests/test_advisor.py recomputes it).
-COMPRESSION_ERROR = 0.257
-
-
-def _within_error(table: pd.DataFrame) -> pd.DataFrame:
-    """Each compressed row's gain over the same configuration uncompressed, and a warning in its
-    reasoning where that gain is within the compression model's error."""
-    table["model_error"] = [COMPRESSION_ERROR if c is not None else 0.0 for c in table["compress"]]
-    plain = {(r.sync, r.arch, r.schedule): r.time_s for r in table.itertuples() if r.compress is None}
-    for i, r in table.iterrows():
-        base = plain.get((r["sync"], r["arch"], r["schedule"]))
-        if r["compress"] is None or base is None:
-            continue
-        gain = base / r["time_s"] - 1
-        if abs(gain) < COMPRESSION_ERROR:
-            table.at[i, "reasoning"] += (f"; {'faster' if gain > 0 else 'slower'} than uncompressed by {abs(gain):.0%}, "
-                                         f"within the compression model's error on a measured grid "
-                                         f"({COMPRESSION_ERROR:.0%}): measure first")
-    return table
-
-
 def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = None, batch: int | None = None,
            memory_gb: float = 80.0) -> pd.DataFrame:
     """Configurations ranked by predicted seconds to reach ``target`` rounds of BSP's progress
@@ -277,11 +255,12 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
         except ValueError:
             raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])}, "
                              "a profile file (.json) or a Profile") from None
+        fits(profile, memory_gb)
         rows = _data_parallel(profile, cluster, target, left_out)
     table = pd.DataFrame(rows)
     for name in SPECS:  # None stays None, as the Trainer takes it (pandas 3 stores a missing string as NaN)
         table[name] = pd.Series([row[name] for row in rows], dtype=object)
-    table = _within_error(table)
+    table = within_error(table)
     table = table.sort_values("time_s", kind="stable", ignore_index=True)
     if budget is not None:
         within = table[table["time_s"] <= budget]

@@ -44,10 +44,10 @@ from .frameworks import FRAMEWORKS, Framework, framework
 from .on_fabric import OnFabric
 from .iteration import LEVELS, METHODS, Iteration, iteration
 from .measured import measure
-from .to_device import RATES, describe, to_device
+from .to_device import MEMORY_GB, RATES, describe, to_device
 from .profile_file import load_profile, resolve, save_profile
 from . import survey  # noqa: E402  (after iteration, which it reads)
 
-__all__ = ["Profile", "profile", "measure", "to_device", "describe", "RATES", "save_profile", "load_profile", "resolve", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
+__all__ = ["Profile", "profile", "measure", "to_device", "describe", "RATES", "MEMORY_GB", "save_profile", "load_profile", "resolve", "builtin", "PROFILES", "BUILTINS", "Device", "DEVICES", "get_device", "Cluster",
            "FABRICS", "build", "gpu_cluster", "Fabric", "bcube", "fat_tree", "torus_2d", "OnFabric", "comm_time", "iteration", "Iteration",
            "METHODS", "LEVELS", "FRAMEWORKS", "Framework", "framework", "survey"]

@@ -44,6 +44,9 @@ RATES = {  # device -> (matrix products other than convolutions, convolutions), 
 }
 
 
+MEMORY_GB = {"v100": 32, "rtx2080ti": 11, "a100": 80, "h100": 80, "h200": 141}  # data sheets (the larger V100)
+
+
 def operator_seconds(op, device: Device) -> float:
     """One operator's (flops, bytes, kind) on ``device``: the larger of its arithmetic, its memory
     traffic and one kernel launch."""

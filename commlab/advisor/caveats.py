@@ -1,0 +1,49 @@
+"""What advice must say about itself: where the compression model has been wrong, and whether a
+measured profile fits the GPU at all.
+
+* :data:`COMPRESSION_ERROR`: the compression model's median error on a measured grid,
+  |predicted / measured - 1| of the speedup over no compression over GRACE's 105 compressed
+  ResNet-50 cells (``commlab.sim.grace.summary(...).loc["all", "speedup_error"]``;
+  tests/test_advisor.py recomputes it). :func:`within_error` marks each compressed row whose gain
+  over the same configuration uncompressed is smaller than that: "measure first".
+* :func:`fits`: a measured profile records what one step holds (:mod:`commlab.sim.step_memory`);
+  a data-parallel worker holds that with momentum SGD, and advice on a GPU it does not fit is
+  refused with the ways out.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..sim.step_memory import per_worker
+
+COMPRESSION_ERROR = 0.257  # the module doc says where it comes from
+
+
+def within_error(table: pd.DataFrame) -> pd.DataFrame:
+    """Each compressed row's gain over the same configuration uncompressed, and a warning in its
+    reasoning where that gain is within the compression model's error."""
+    table["model_error"] = [COMPRESSION_ERROR if c is not None else 0.0 for c in table["compress"]]
+    plain = {(r.sync, r.arch, r.schedule): r.time_s for r in table.itertuples() if r.compress is None}
+    for i, r in table.iterrows():
+        base = plain.get((r["sync"], r["arch"], r["schedule"]))
+        if r["compress"] is None or base is None:
+            continue
+        gain = base / r["time_s"] - 1
+        if abs(gain) < COMPRESSION_ERROR:
+            table.at[i, "reasoning"] += (f"; {'faster' if gain > 0 else 'slower'} than uncompressed by {abs(gain):.0%}, "
+                                         f"within the compression model's error on a measured grid "
+                                         f"({COMPRESSION_ERROR:.0%}): measure first")
+    return table
+
+
+def fits(profile, memory_gb: float) -> None:
+    """Refuse data parallelism for a measured profile whose worker does not fit in ``memory_gb``."""
+    memory = profile.about.get("memory")
+    if not memory:
+        return
+    need = per_worker(memory, "momentum")["total"] / 1e9
+    if need > memory_gb:
+        raise ValueError(f"advise: each data-parallel worker needs {need:.1f} GB at batch {profile.batch} (parameters, "
+                         f"gradients, momentum and the activations measured), more than a GPU's {memory_gb:g} GB: no "
+                         "configuration here fits. Shard the model state (arch='zero(stage=3)'), split the model "
+                         "(commlab.parallel.planner), or measure a smaller batch")
