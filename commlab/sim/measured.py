@@ -118,7 +118,7 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     call = (lambda: model(**x)) if isinstance(x, Mapping) else (lambda: model(x))
     try:
         names, flops, positions = layer_flops(model, x)
-        memory = step_memory(model, call, loss, params)  # a step that cannot run fails here, before any timing
+        memory = step_memory(model, call, loss, params)  # a failing step fails here, before any timing
         ops = trace_ops(model, call, loss, names, positions, params)
     except ValueError:
         raise
@@ -135,8 +135,10 @@ def measure(model: torch.nn.Module, example_input, device=None, loss=None, warmu
     about = {"measured": f"{_Clock(cuda).kind} per layer", "torch": torch.__version__,
              "device": gpu or f"cpu ({threads} thread{'s' if threads > 1 else ''})",
              "batch": batch, "input": _shape(x), "model": type(model).__name__, "steps": steps,
-             "warmup": warmup, "step_s": statistics.median(whole), "step_range_s": [min(whole), max(whole)], "flops": [float(f) for f in flops], "memory": memory, "ops": ops}
-    return Profile(forward, backward, [sum(p.numel() * p.element_size() for p in ps) for ps in layers],
+             "warmup": warmup, "step_s": statistics.median(whole), "step_range_s": [min(whole), max(whole)],
+             "flops": [float(f) for f in flops], "memory": memory, "ops": ops}
+    grads = [sum(p.numel() * p.element_size() for p in ps) for ps in layers]
+    return Profile(forward, backward, grads,
                    batch=batch, names=names, params=positions, itemsize=params[0].element_size(),
                    shapes=[[tuple(p.shape) for p in ps] for ps in layers], device=_sim_device(gpu),
                    about=about)

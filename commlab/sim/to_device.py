@@ -63,20 +63,23 @@ def to_device(profile: Profile, device) -> Profile:
     dev = get_device(device)
     ops = profile.about.get("ops")
     if not ops:
-        raise ValueError("to_device needs a profile measured by commlab.sim.measure (or `python -m commlab "
-                         "profile`), which records what each layer's operators do; this one has no 'ops'")
+        raise ValueError("to_device needs a profile measured by commlab.sim.measure (or `python -m "
+                         "commlab profile`), which records what each layer's operators do; this one "
+                         "has no 'ops'")
     if dev.name not in RATES:
-        raise ValueError(f"to_device: no data-sheet rates for device {dev.name!r}; valid: {', '.join(RATES)}")
+        raise ValueError(f"to_device: no data-sheet rates for device {dev.name!r}; "
+                         f"valid: {', '.join(RATES)}")
     seconds = {phase: [sum(operator_seconds(op, dev) for op in layer) for layer in layers]
                for phase, layers in ops.items()}
     matmul, conv = RATES[dev.name]
-    mapped = {"from": profile.about.get("device", "unknown"), "to": dev.name,
-              "by": (f"a roofline per operator: convolutions at {conv / 1e12:g} TFLOP/s, other matrix products at "
-                     f"{matmul / 1e12:g} TFLOP/s, bytes at {dev.efficiency:g} x {dev.memory_bandwidth / 1e9:g} GB/s, "
-                     f"at least {dev.launch * 1e6:g} us an operator (data sheets; a floor: real kernels reach less)")}
-    about = {**profile.about, "mapped": mapped}
-    return dataclasses.replace(profile, forward_s=tuple(seconds["forward"]), backward_s=tuple(seconds["backward"]),
-                               device=dev, about=about)
+    by = (f"a roofline per operator: convolutions at {conv / 1e12:g} TFLOP/s, other matrix "
+          f"products at {matmul / 1e12:g} TFLOP/s, bytes at {dev.efficiency:g} x "
+          f"{dev.memory_bandwidth / 1e9:g} GB/s, at least {dev.launch * 1e6:g} us an operator "
+          "(data sheets; a floor: real kernels reach less)")
+    mapped = {"from": profile.about.get("device", "unknown"), "to": dev.name, "by": by}
+    return dataclasses.replace(profile, forward_s=tuple(seconds["forward"]),
+                               backward_s=tuple(seconds["backward"]), device=dev,
+                               about={**profile.about, "mapped": mapped})
 
 
 def describe(profile: Profile) -> str:
