@@ -40,11 +40,12 @@ echo "== the compressors' encode and decode seconds against size on cuda"
 timeout "${COST_LIMIT:-90}" python3 benchmarks/compress_costs.py --device cuda --out "$OUT/costs_cuda.json"
 
 echo "== unit tests (ranks start from a fork server here: this machine has a GPU)"
-timeout "${UNIT_LIMIT:-330}" python3 -m pytest -v -rA -n "$JOBS" tests --ignore=tests/website -p no:cacheprovider \
-  > "$OUT/unit.txt" 2>&1
+# SIGINT at the limit: pytest stops as on Ctrl-C and still prints each failure's traceback and the summary
+timeout -s INT -k 30 "${UNIT_LIMIT:-330}" python3 -m pytest -v --tb=short -rfE -n "$JOBS" tests --ignore=tests/website \
+  -p no:cacheprovider > "$OUT/unit.txt" 2>&1
 tail -n 3 "$OUT/unit.txt"; grep -E "^(FAILED|ERROR) " "$OUT/unit.txt" | head -40
 
 echo "== notebooks"
-timeout "${NB_LIMIT:-150}" python3 -m pytest -v --nbval-lax -p no:cacheprovider -n "$JOBS" --dist loadscope notebooks \
+timeout -s INT -k 30 "${NB_LIMIT:-150}" python3 -m pytest -v -rfE --nbval-lax -p no:cacheprovider -n "$JOBS" --dist loadscope notebooks \
   > "$OUT/notebooks.txt" 2>&1
 tail -n 3 "$OUT/notebooks.txt"
