@@ -82,6 +82,10 @@ def advise_command(p, a) -> int:
     cluster, _ = cluster_from(p, a)
     try:
         memory = sim.MEMORY_GB.get(a.device, 80.0) if a.device else 80.0
+        if a.profile and isinstance(model, sim.Profile) and model.about.get("memory"):
+            say(f"each worker is checked against {memory:g} GB of GPU memory"
+                + (f" (the {a.device}'s data sheet)" if a.device in sim.MEMORY_GB else
+                   " (no --device named: an 80 GB GPU assumed; --device v100, a100, h100 or h200 names yours)"))
         table = advise(model, cluster, target=a.target, budget=a.budget, batch=a.batch, memory_gb=memory)
     except ValueError as e:
         p.error(str(e))

@@ -10,7 +10,6 @@ import uuid
 
 import nbformat
 import pandas as pd
-import psutil
 import pytest
 
 from commlab_instructor import solution_source
@@ -18,6 +17,7 @@ from commlab.classroom.edition import exercises
 from commlab.classroom.edition import BOOK
 from commlab.classroom.grade import as_handout, grade, handed_in
 from commlab.cli import main
+from leftovers import tagged
 
 NB = "01_why_communication.ipynb"
 NOT_ANSWERED = ["C2C ratio of BERT-Large: not answered yet. f(N) = 2(N-1)/N for a ring.",
@@ -153,13 +153,7 @@ def test_a_notebook_past_its_limit_is_killed_with_its_kernel(tmp_path, monkeypat
     assert list(book.points) == [0.0] * 3
     assert set(book.message) == {"not graded: the notebook ran past its time limit of 15 s and was stopped before "
                                  "this exercise's answer was collected"}
-
-    def ours(p):
-        try:
-            return p.environ().get("COMMLAB_GRADE_TEST") == tag
-        except (psutil.Error, OSError):
-            return False
-    assert [p.cmdline() for p in psutil.process_iter() if ours(p)] == []
+    assert tagged("COMMLAB_GRADE_TEST", tag) == []
 
 
 def test_bad_folders_are_refused_with_the_reason(tmp_path):

@@ -7,13 +7,13 @@ import uuid
 from pathlib import Path
 
 import nbformat
-import psutil
 import pytest
 
 import commlab
 from commlab.classroom.edition import BOOK, INSTRUCTOR, exercises
 from commlab.classroom.grade import grade
 from commlab_instructor import solution_source
+from leftovers import tagged
 
 NB = "01_why_communication.ipynb"
 
@@ -94,13 +94,7 @@ def test_no_attack_earns_a_point_and_nothing_is_left_changed(tmp_path, monkeypat
     assert _fingerprint(INSTRUCTOR) == solutions
     assert (folder / "ada" / NB).read_bytes() == ada
     assert not list(Path("/tmp").glob("*/scores.json"))
-
-    def ours(p):
-        try:
-            return p.environ().get("COMMLAB_ATTACK_TEST") == tag
-        except (psutil.Error, OSError):
-            return False
-    assert [p.cmdline() for p in psutil.process_iter() if ours(p)] == []
+    assert tagged("COMMLAB_ATTACK_TEST", tag) == []
 
 
 def test_isolation_must_be_known_and_available(tmp_path):

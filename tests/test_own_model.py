@@ -87,6 +87,7 @@ def test_round_trip_profile_file_simulate_advise_train(mine, capsys):
 
     assert main(["advise", "--profile", "mine.json", "--gpus", "8", "--net", "tcp-25GbE", "--top", "3"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
+    assert "each worker is checked against 80 GB of GPU memory (no --device named: an 80 GB GPU assumed" in printed
     assert re.search(r"from the measurement \(mine.json: (wall time|thread CPU time) per layer on cpu", printed)
     assert "from the models: each message's time on the links" in printed
     command = printed.split("to train the first row: ")[1]

@@ -43,3 +43,20 @@ def end_descendants(keep=(), wait: float = 5.0) -> int:
             pass
     psutil.wait_procs(doomed, timeout=wait)
     return len(doomed)
+
+
+def end_tree(proc) -> None:
+    """Kill a started process (a ``subprocess.Popen``) and every process it started, and reap it."""
+    import psutil
+
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    proc.kill()
+    for child in family:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait()

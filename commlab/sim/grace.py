@@ -48,16 +48,21 @@ FAMILY = {"topk": "sparsification", "randomk": "sparsification", "dgc": "sparsif
           "powersgd": "low rank", "none": "none"}
 
 
+@lru_cache(maxsize=None)
+def _doc() -> dict:
+    with open(PATH) as f:
+        return json.load(f)
+
+
 def about() -> dict:
     """The file's source, setting and what is held out, as written there."""
-    doc = json.loads(open(PATH).read())
-    return {k: doc[k] for k in ("source", "setting", "held_out")}
+    return {k: _doc()[k] for k in ("source", "setting", "held_out")}
 
 
 def grid() -> pd.DataFrame:
     """The 8-worker cells: gbits, method, ratio (None if n/a), ef (error feedback; None for
     "none"), images_per_s (the median of the cell's runs) and runs."""
-    runs = pd.DataFrame(json.loads(open(PATH).read())["runs"])
+    runs = pd.DataFrame(_doc()["runs"])
     runs = runs[runs.workers == WORKERS]
     runs = runs.assign(gbits=runs.bw.str.rstrip("g").astype(float),
                        ratio=runs.ratio.where(runs.ratio != "n/a").astype(float),
@@ -68,8 +73,7 @@ def grid() -> pd.DataFrame:
 
 def single() -> float:
     """The one-worker run's images per second (the V100's step at batch 64)."""
-    runs = json.loads(open(PATH).read())["runs"]
-    return next(r["throughput"] for r in runs if r["workers"] == 1)
+    return next(r["throughput"] for r in _doc()["runs"] if r["workers"] == 1)
 
 
 def spec_of(method: str, ratio, ef) -> tuple[str | None, str]:
