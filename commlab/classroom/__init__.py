@@ -5,7 +5,7 @@
   :mod:`commlab_instructor` (in the repository, not in the installed package).
 * :mod:`~commlab.classroom.grade`: a folder of submitted notebooks graded, by stated rules for
   which notebook and which cell, into one row per student and exercise with the check's message,
-  in two steps that share nothing but data:
+  in two steps that share nothing but data (:mod:`~commlab.classroom.submission` runs them):
   :mod:`~commlab.classroom.collect` runs a notebook and writes its answers down as plain data;
   :mod:`~commlab.classroom.score` judges them in a fresh process, a function answer in a
   :mod:`~commlab.classroom.sandbox` (a child process reaching the check's objects by handle,
