@@ -31,6 +31,9 @@ from .. import checks
 from .link import LinkModel, register
 
 
+COPY_RATE = 10e9  # bytes per second one core copies: an assumption (module doc)
+
+
 @dataclass(frozen=True)
 class Protocol:
     """A transport on a wire: line rate (Gb/s), the stack's start-up latency and the CPU copies per byte."""
@@ -38,7 +41,7 @@ class Protocol:
     gbits: float        # line rate, Gb/s
     latency: float      # seconds per message: the stack's start-up
     copies: int = 0     # CPU copies of every byte (sender + receiver)
-    copy_rate: float = 10e9  # bytes per second one core copies
+    copy_rate: float = COPY_RATE  # bytes per second one core copies
     payload: float = 1.0  # fraction of the line rate left for data after framing
 
     def cpu_seconds(self, nbytes: float) -> float:

@@ -38,7 +38,8 @@ A message of the schedule carries ``n`` raw bytes. With buckets its collectives 
 compressor's for a flat tensor of n / itemsize elements, exactly. With tensors, each collective
 carries the same share of the raw bytes as over the whole model (exact for one message, as BSP
 sends, the model's average for a schedule of several). A collective pays the framework's cost per
-operation once (:mod:`commlab.sim.frameworks`). One GPU communicates nothing and compresses nothing.
+operation once (:mod:`commlab.sim.frameworks`), and a framework that stages its collectives through
+host memory (``horovod-mpi``) pays that too (:mod:`commlab.sim.data_path`). One GPU communicates nothing and compresses nothing.
 """
 from __future__ import annotations
 
@@ -121,14 +122,18 @@ def _charge(profile, per_layer_encode, per_layer_decode):
                                forward_s=[f + d for f, d in zip(profile.forward_s, per_layer_decode)])
 
 
-def _messages(times, fw):
-    """seconds(wire) of one message's collectives, each one framework operation."""
+def _messages(cluster, fw, device):
+    """seconds(wire) of one message's collectives, each one framework operation, staged through
+    host memory when the framework does so (:meth:`commlab.sim.frameworks.Framework.collective`)."""
+    times = collectives(cluster)
+
     def seconds(wire) -> float:
-        return sum(times[kind](nbytes) + fw.cost(nbytes) for (_, kind), nbytes in wire)
+        return sum(fw.collective(kind, nbytes, times[kind](nbytes), cluster.gpus, device)
+                   for (_, kind), nbytes in wire)
     return seconds
 
 
-def by_tensor(profile, compressor, timer, cluster, fw) -> Compression:
+def by_tensor(profile, compressor, timer, cluster, fw, device=None) -> Compression:
     """Each tensor a unit: arithmetic per tensor, each collective's share of a message's raw bytes."""
     p = cluster.gpus
     encode, decode = [0.0] * profile.layers, [0.0] * profile.layers
@@ -143,7 +148,7 @@ def by_tensor(profile, compressor, timer, cluster, fw) -> Compression:
             for key, nbytes in u.wire:
                 totals[key] += nbytes
     raw = profile.total_bytes
-    send = _messages(collectives(cluster), fw)
+    send = _messages(cluster, fw, device)
     shares = tuple(sorted(totals.items()))
     comm_time = lambda n: send(tuple((key, nbytes * n / raw) for key, nbytes in shares))  # noqa: E731
     return Compression(compressor, "tensor", _charge(profile, encode, decode), comm_time, sum(encode),
@@ -155,7 +160,7 @@ def units_of(plan) -> list[tuple]:
     return [tuple(b) for b in plan.buckets] if plan.buckets is not None else [(i,) for i in range(len(plan.pieces))]
 
 
-def by_bucket(profile, plan, compressor, timer, cluster, fw) -> Compression:
+def by_bucket(profile, plan, compressor, timer, cluster, fw, device=None) -> Compression:
     """Each bucket of ``plan`` (or piece, for a plan without buckets) one flat tensor."""
     p, item = cluster.gpus, profile.itemsize
     encode, decode = [0.0] * profile.layers, [0.0] * profile.layers
@@ -167,16 +172,16 @@ def by_bucket(profile, plan, compressor, timer, cluster, fw) -> Compression:
         encode[last] += u.encode
         decode[last] += u.decode
         wire_bytes += sum(nbytes for _, nbytes in u.wire)
-    send = _messages(collectives(cluster), fw)
+    send = _messages(cluster, fw, device)
     comm_time = lambda n: send(Unit.of(compressor, (n // item,), timer, p).wire)  # noqa: E731
     return Compression(compressor, "bucket", _charge(profile, encode, decode), comm_time, sum(encode),
                        sum(decode), wire_bytes, timer.source)
 
 
-def planning_time(compressor, timer, cluster, fw, itemsize: int):
+def planning_time(compressor, timer, cluster, fw, itemsize: int, device=None):
     """``comm_time(nbytes)`` a schedule's policy plans with under compression: a bucket's encode,
     collectives and decode, as if on one stream (the policy weighs merging messages by it)."""
-    send = _messages(collectives(cluster), fw)
+    send = _messages(cluster, fw, device)
 
     def comm_time(n: float) -> float:
         u = Unit.of(compressor, (max(1, int(n) // itemsize),), timer, cluster.gpus)

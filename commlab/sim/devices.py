@@ -34,7 +34,10 @@ GPU: ``efficiency`` 0.85, what a streaming kernel reaches of the peak (STREAM-li
 the host can issue them); ``sync`` 20 us, a host round trip (a ``.item()``) that drains the queue;
 ``select_passes`` 16, the passes over 32-bit keys of ``torch.topk``'s radix select (2 bits a
 pass); ``host_bandwidth`` 10 GB/s, one host core copying memory (as :mod:`commlab.net.protocols`
-assumes), which times the entropy codes that run on the host by design. The ``"cpu"`` device is this project's laptop-class CPU on one thread, measured here with
+assumes), which times the entropy codes that run on the host by design. ``pcie`` is the GPU's
+host link per direction (:data:`PCIE`: 3.0 for the RTX 2080 Ti and the V100, 4.0 for the A100,
+5.0 for the H100 and H200), which a collective staged through host memory crosses
+(:mod:`commlab.sim.data_path`). The ``"cpu"`` device is this project's laptop-class CPU on one thread, measured here with
 torch (a streaming op, a tiny op, a top-k), so the model is checked where it can be measured.
 """
 from __future__ import annotations
@@ -50,6 +53,9 @@ from .. import checks
 from ..schedule.profile import Profile, model_profile
 
 SEQ_LEN = 64  # the survey's BERT sentence length
+# A x16 slot's rate per direction after line coding (128b/130b since PCIe 3.0), bytes/s: 3.0 at
+# 8 GT/s, 4.0 at 16, 5.0 at 32 (PCI-SIG); the GPU's host link, which staged collectives cross
+PCIE = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9}
 
 
 @dataclass(frozen=True)
@@ -68,11 +74,12 @@ class Device:
     sync: float = 20e-6
     select_passes: float = 16.0
     host_bandwidth: float = 10e9
+    pcie: float = PCIE[3]  # bytes/s per direction between the GPU and host memory (data sheet)
 
     def __post_init__(self):
         if not (isinstance(self.flops, (int, float)) and self.flops > 0):
             raise ValueError(f"Device {self.name!r}: flops must be a FLOP/s rate > 0, got {self.flops!r}")
-        positive = ("memory_bandwidth", "efficiency", "host_bandwidth")
+        positive = ("memory_bandwidth", "efficiency", "host_bandwidth", "pcie")
         for what in (*positive, "launch", "sync", "select_passes"):
             value = getattr(self, what)
             if not (checks.is_number(value) and value >= 0) or (what in positive and not value > 0):
@@ -99,11 +106,11 @@ DEVICES: dict[str, Device] = {
     # 2080 Ti's fraction of its FP32 peak (6.5 of 13.4); no measured step times
     "v100": Device("v100", 15.7e12 * 6.5 / 13.4, memory_bandwidth=900e9),
     # NVIDIA A100 (40 GB SXM) datasheet: 312 TFLOP/s dense bf16/fp16 tensor-core peak, 1,555 GB/s HBM2
-    "a100": Device("a100", 312e12, memory_bandwidth=1555e9),
+    "a100": Device("a100", 312e12, memory_bandwidth=1555e9, pcie=PCIE[4]),
     # NVIDIA H100 SXM datasheet: 989 TFLOP/s dense bf16 tensor-core peak, 3.35 TB/s HBM3
-    "h100": Device("h100", 989e12, memory_bandwidth=3.35e12),
+    "h100": Device("h100", 989e12, memory_bandwidth=3.35e12, pcie=PCIE[5]),
     # NVIDIA H200 datasheet: the H100's compute, 4.8 TB/s HBM3e (the GPU this project was lent)
-    "h200": Device("h200", 989e12, memory_bandwidth=4.8e12),
+    "h200": Device("h200", 989e12, memory_bandwidth=4.8e12, pcie=PCIE[5]),
     # this project's 2-core CPU on one torch thread, measured with torch 2.13: 156 GFLOP/s in a
     # 1024^2 matmul; 25-44 GB/s in streaming ops into a tensor that exists, but 8-13 GB/s into a
     # fresh one (a multiply, a sign, a floor, a cast of 4M values: the new pages are faulted in),
@@ -112,7 +119,7 @@ DEVICES: dict[str, Device] = {
     # against a sampled threshold and selects among the few that pass (about 2 passes). Random
     # draws run at 0.6 GB/s here, far below memory speed, which the model does not see.
     "cpu": Device("cpu", 156e9, memory_bandwidth=10e9, efficiency=1.0, launch=1.4e-6, sync=4e-6, select_passes=2.0,
-                  host_bandwidth=10e9),
+                  host_bandwidth=10e9, pcie=float("inf")),  # its tensors are in host memory already
 }
 BUILTINS = ("resnet50", "bert-base", "bert-large")
 

@@ -7,21 +7,34 @@ and server round. None of them publishes that cost, so each is measured from **o
 quantitative survey's grid (Shi et al., IEEE Network 2021; HKBU-HPML/ddl-benchmarks, results
 2020-05-29), stated here, and judged on every other cell by :mod:`commlab.sim.survey`:
 
-* ``horovod``: 1.08 ms per all-reduce operation. The cell: BERT-Base, WFBP over all-reduce, 4 GPUs
+* ``horovod-nccl`` (plain ``horovod`` is the same: the survey's Horovod, built with NCCL): 1.08 ms
+  per all-reduce operation, on GPU buffers. The cell: BERT-Base, WFBP over all-reduce, 4 GPUs
   of one node (631.8 samples/s, 2.97x one GPU). The survey's WFBP runs Horovod with fusion and
   its cycle time off (``HOROVOD_FUSION_THRESHOLD=0``, ``HOROVOD_CYCLE_TIME=0``), one operation per
   tensor, all inside one node, so no network enters: the per-operation cost is the value for
   which :func:`commlab.sim.iteration` gives that speedup. Every all-reduce method pays it per
   message: BSP once, WFBP per layer, MG-WFBP per merged group.
+* ``horovod-mpi``: Horovod built without GPU operations, over MPI (Open MPI over TCP), as GRACE
+  ran it: the same negotiation, cycle and 1.08 ms per operation, and every collective staged
+  through host memory and reduced by the CPU (:class:`commlab.sim.data_path.HostStaging`: PCIe
+  both ways, the fusion buffer's copies, the reduction under the wire). No new constant is fitted:
+  the staging's are data sheets' and the protocol model's copy rate.
 * ``bytescheduler``: ByteScheduler over Horovod hands Horovod each partition as its own operation
   (Peng et al., SOSP 2019), so it pays Horovod's 1.08 ms per 4 MB partition of a message. No new
   constant.
 * ``byteps``: 0.565 ms per 4,096,000-byte partition (the survey's ``BYTEPS_PARTITION_BYTES``). The
   cell: BERT-Base, WFBP over the parameter server, 4 GPUs of one node (652.78 samples/s).
-* ``ddp``: PyTorch DistributedDataParallel: its buckets go to NCCL with no negotiation among the
-  ranks, and no cell of the survey measured it, so no cost per operation is charged; give it a
-  schedule of buckets, ``schedule="fusion(mb=25)"`` being DDP's default.
+* ``ddp``: PyTorch DistributedDataParallel: its buckets go to NCCL on GPU buffers with no
+  negotiation among the ranks, and no cell of the survey measured it, so no cost per operation is
+  charged; it runs DDP's buckets, ``fusion(mb=25)``, unless a schedule is given.
 * ``ideal``: nothing; the default outside the survey's methods.
+
+**How much of the communication overlaps with backward.** Every framework here sends a message
+as soon as its policy releases it, on its own stream or thread, while backward goes on: Horovod's
+background thread (over NCCL or MPI alike: the staging's copies and the CPU's work run there and
+on the copy engines, not on the compute stream), DDP's buckets as they fill. The forward pass
+waits for the last message. What differs is the message's length (the staging) and when it may
+start (the policy below).
 
 **What each runs when no schedule is given** (``schedule``): Horovod's background loop,
 ``cycle(ms=5, mb=64)`` (:class:`commlab.schedule.policies.Cycle`: every 5 ms the ready gradients
@@ -36,15 +49,17 @@ or their own per-tensor hooks, do the same: ``"tensor"``. DDP's communication ho
 PowerSGD hooks) receive a fused bucket: ``"bucket"``, as does ``ideal``.
 
 Cost of a message of n bytes: ``per_op * ceil(n / partition)`` (``per_op`` once when the framework
-does not partition). :data:`CALIBRATION` lists the cells, so that a test can solve them again.
+does not partition), beyond its collective's time, staged or not (:meth:`Framework.collective`). :data:`CALIBRATION` lists the cells, so that a test can solve them again.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from .. import checks
 from ..spec import COMPRESS_PER
+from .data_path import HostStaging
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,7 @@ class Framework:
     partition: int | None = None
     compress_per: str = "bucket"
     schedule: str | None = None  # what it runs when no schedule is given (None: one message after backward)
+    staging: HostStaging | None = None  # None: collectives on GPU buffers; else staged through the host
 
     def __post_init__(self):
         checks.choice("compress_per", self.compress_per, COMPRESS_PER)
@@ -67,11 +83,29 @@ class Framework:
             return self.per_op
         return self.per_op * max(1, math.ceil(nbytes / self.partition))
 
+    def collective(self, kind: str, nbytes: float, wire_s: float, gpus: int, device) -> float:
+        """Seconds of one ``kind`` collective of ``nbytes`` per rank whose wire time is ``wire_s``
+        among ``gpus`` ranks on ``device``'s host link: staged or not, plus :meth:`cost`."""
+        if gpus == 1:
+            return 0.0
+        if self.staging is not None:
+            if device is None:
+                raise ValueError(f"framework={self.name!r} stages every collective through host memory over "
+                                 "the GPU's PCIe link: give device= (a name of sim.DEVICES or a sim.Device), or "
+                                 "a profile made by sim.profile(..., device=...)")
+            wire_s = self.staging.seconds(kind, nbytes, wire_s, gpus, device.pcie)
+        return wire_s + self.cost(nbytes)
+
 
 HOROVOD_OP = 1.08e-3
+HOROVOD_CYCLE = "cycle(ms=5, mb=64)"
+_NCCL = Framework("horovod-nccl", HOROVOD_OP, compress_per="tensor", schedule=HOROVOD_CYCLE)
 FRAMEWORKS: dict[str, Framework] = {
     "ideal": Framework("ideal", 0.0),
-    "horovod": Framework("horovod", HOROVOD_OP, compress_per="tensor", schedule="cycle(ms=5, mb=64)"),
+    "horovod-nccl": _NCCL,
+    "horovod": dataclasses.replace(_NCCL, name="horovod"),  # the survey's Horovod, built with NCCL
+    "horovod-mpi": Framework("horovod-mpi", HOROVOD_OP, compress_per="tensor", schedule=HOROVOD_CYCLE,
+                             staging=HostStaging()),
     "bytescheduler": Framework("bytescheduler", HOROVOD_OP, 4_000_000, compress_per="tensor"),
     "byteps": Framework("byteps", 0.565e-3, 4_096_000, compress_per="tensor"),
     "ddp": Framework("ddp", 0.0, schedule="fusion(mb=25)"),

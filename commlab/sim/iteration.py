@@ -28,7 +28,8 @@ message per layer as it is ready), MG-WFBP, ByteScheduler (4 MB partitions by pr
 parameter server, ``arch="byteps"``, one server machine per worker node), each with its
 framework's cost per operation (:mod:`commlab.sim.frameworks`).
 
-``framework=`` adds a framework's cost to every message (closed level only: the message level
+``framework=`` adds a framework's cost to every message, and with ``"horovod-mpi"`` stages every
+collective through host memory (:mod:`commlab.sim.data_path`; closed level only: the message level
 times the bytes of every point-to-point message and nothing else).
 
 ``compress=`` (a spec of :mod:`commlab.compress`, any registered compressor or chain) sends each
@@ -167,7 +168,8 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     :data:`METHODS` instead of arch and schedule; level: "closed" or "message"; framework: a name
     of :data:`commlab.sim.frameworks.FRAMEWORKS` (default: the method's, else "ideal"); compress: a
     compressor spec ("fp16", "topk(0.01)+ef", "powersgd(rank=4)", ...) or None; device: the device
-    that times the compression arithmetic (default: the profile's, :func:`commlab.sim.profile`);
+    that times the compression arithmetic and whose PCIe link a staged framework crosses (default:
+    the profile's, :func:`commlab.sim.profile`);
     compress_costs: a measured cost table (:class:`commlab.sim.cost_table.CostTable`, its dict or
     JSON file) that times it instead of the compressor's declaration."""
     began = _time.perf_counter()
@@ -190,8 +192,12 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     if compressor is not None:
         return _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device, compress_costs)
     bytes_time = cluster.comm_time(arch, servers) if on_fabric else closed_forms.comm_time(cluster, arch, servers)
-    free = fw.per_op == 0 or cluster.gpus == 1  # one GPU runs no collective
-    comm_time = bytes_time if free else (lambda n: bytes_time(n) + fw.cost(n))
+    if fw.staging is not None and arch != "allreduce":
+        raise ValueError(f"framework={fw.name!r} stages all-reduces through host memory: use arch='allreduce' "
+                         f"(got arch={arch!r})")
+    free = (fw.per_op == 0 and fw.staging is None) or cluster.gpus == 1  # one GPU runs no collective
+    dev = profile.device if device is None else get_device(device)
+    comm_time = bytes_time if free else (lambda n: fw.collective("allreduce", n, bytes_time(n), cluster.gpus, dev))
     policy = _schedule.get(spec)
     plan = baseline(profile) if policy is None else policy.plan(profile, comm_time)
     if level == "closed":
@@ -201,7 +207,7 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     if cluster.allreduce == "nccl" and arch == "allreduce":
         raise ValueError("level='message' replays the programs of registered all-reduces, not NCCL's choice; use "
                          f"Cluster(allreduce=...) with one of {', '.join(names('program'))}, or level='closed'")
-    if fw.per_op or arch not in ("allreduce", "ps"):
+    if fw.per_op or fw.staging is not None or arch not in ("allreduce", "ps"):
         raise ValueError(f"level='message' times bytes only: it has no framework costs, no pipelined BytePS and "
                          f"no switch (got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
                          "arch='allreduce'/'ps' with framework='ideal'")
@@ -238,12 +244,12 @@ def _compressed(began, profile, cluster, arch, spec, fw, level, compressor, devi
         return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
                          _time.perf_counter() - began)
     if per == "tensor":
-        comp = compression.by_tensor(profile, compressor, timer, cluster, fw)
+        comp = compression.by_tensor(profile, compressor, timer, cluster, fw, dev)
         plan = baseline(profile) if policy is None else policy.plan(profile, comp.comm_time)
     else:
-        planned = compression.planning_time(compressor, timer, cluster, fw, profile.itemsize)
+        planned = compression.planning_time(compressor, timer, cluster, fw, profile.itemsize, dev)
         plan = baseline(profile) if policy is None else policy.plan(profile, planned)
-        comp = compression.by_bucket(profile, plan, compressor, timer, cluster, fw)
+        comp = compression.by_bucket(profile, plan, compressor, timer, cluster, fw, dev)
     t, messages = _steady(plan, comp.profile, comp.comm_time)
     return Iteration(t, profile, cluster, arch, plan, tuple(messages), level, len(messages), 0,
                      _time.perf_counter() - began, comp)
