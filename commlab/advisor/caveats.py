@@ -3,8 +3,9 @@ measured profile fits the GPU at all.
 
 * :data:`COMPRESSION_ERROR`: the compression model's median error on a measured grid,
   |predicted / measured - 1| of the speedup over no compression over GRACE's 105 compressed
-  ResNet-50 cells (``commlab.sim.grace.summary(...).loc["all", "speedup_error"]``;
-  tests/test_advisor.py recomputes it). :func:`within_error` marks each compressed row whose gain
+  ResNet-50 cells, modelled as GRACE ran them (Horovod over MPI, staged through host memory:
+  ``commlab.sim.grace.summary(grace.compare()).loc["all", "speedup_error"]``;
+  tests/test_advisor_caveats.py recomputes it). :func:`within_error` marks each compressed row whose gain
   over the same configuration uncompressed is smaller than that: "measure first".
 * :func:`fits`: a measured profile records what one step holds (:mod:`commlab.sim.step_memory`);
   a data-parallel worker holds that with momentum SGD, and advice on a GPU it does not fit is
@@ -16,7 +17,7 @@ import pandas as pd
 
 from ..sim.step_memory import per_worker
 
-COMPRESSION_ERROR = 0.257  # the module doc says where it comes from
+COMPRESSION_ERROR = 0.300  # the module doc says where it comes from
 
 
 def within_error(table: pd.DataFrame) -> pd.DataFrame:

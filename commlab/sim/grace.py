@@ -11,8 +11,10 @@ median is taken here). The rest of GRACE's release judges the model and is not u
 :func:`compare` predicts every cell with :func:`commlab.sim.iteration`, from the project's own
 constants and this grid's **one-worker run only** (409.45 images/s at batch 64 sets the V100's
 step; nothing multi-worker enters): 8 nodes of one V100, TCP at the cell's rate
-(:func:`commlab.net.protocols.tcp`), ``framework="horovod"`` (each tensor compressed on its own,
-Horovod's cost per operation and its cycle), each compressor as :data:`SPECS` maps GRACE's
+(:func:`commlab.net.protocols.tcp`), ``framework="horovod-mpi"`` as GRACE ran it (each tensor
+compressed on its own, Horovod's cost per operation and its cycle, every collective staged through
+host memory: :mod:`commlab.sim.data_path`; ``framework="horovod-nccl"`` gives the same model
+without the staging), each compressor as :data:`SPECS` maps GRACE's
 method to ours ("+ef" where GRACE ran with its memory and ours has none of its own). GRACE's
 methods without a counterpart here (:data:`UNMATCHED`) are left out, and said so.
 :func:`summary` gives the median error per bandwidth and per family, how often the model is right
@@ -103,7 +105,7 @@ def testbed(gbits: float) -> Cluster:
     return Cluster(WORKERS, 1, inter=protocols.tcp(gbits).link())
 
 
-def compare(framework="horovod", **iteration_kw) -> pd.DataFrame:
+def compare(framework="horovod-mpi", **iteration_kw) -> pd.DataFrame:
     """One row per measured cell with a counterpart: gbits, method, ratio, ef, family, spec,
     measured and predicted images/s, their error (predicted / measured - 1), and each one's
     speedup over the uncompressed run at that bandwidth."""
