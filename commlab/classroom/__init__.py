@@ -16,7 +16,9 @@
   (a CSV Canvas and Moodle import), the long table, the per-exercise summary, feedback files.
 * :mod:`~commlab.classroom.limits`: what runs in a submission's kernel while it runs (an
   exercise's time limit; the check otter's autograder calls).
-* :mod:`~commlab.classroom.command`: ``python -m commlab classroom student | grade``.
+
+``python -m commlab classroom student | grade`` (:mod:`commlab.cli.classroom`) is the instructor's
+command line over these.
 
 **Built on otter-grader** (UC Berkeley's autograder for Jupyter courses,
 https://otter-grader.readthedocs.io) for the student edition, not a maker of our own. Of the two

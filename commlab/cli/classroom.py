@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
+NAME = "classroom"
+
 
 def add(sub, fmt) -> None:
     """Add the ``classroom`` subcommand to the command line's subparsers ``sub``."""
-    c = sub.add_parser("classroom", help="the student edition, and a gradebook of submitted notebooks",
+    c = sub.add_parser(NAME, help="the student edition, and a gradebook of submitted notebooks",
                        formatter_class=fmt, description=__doc__.split("\n\n")[1].strip())
     csub = c.add_subparsers(dest="action", required=True, metavar="{student,grade}")
     s = csub.add_parser("student", help="write the student edition of the chapters", formatter_class=fmt)
@@ -41,7 +43,7 @@ def add(sub, fmt) -> None:
 
 def run(p, a) -> int:
     """Run ``classroom student`` or ``classroom grade``; a bad argument ends with p.error."""
-    from . import edition, grade, gradebook
+    from ..classroom import edition, grade, gradebook
 
     try:
         if a.action == "student":

@@ -1,4 +1,4 @@
-"""commlab.classroom.command (``python -m commlab classroom``): student writes one notebook per
+"""commlab.cli.classroom (``python -m commlab classroom``): student writes one notebook per
 chapter asked for and says where; bad chapters, folders and limits end with status 2 and the
 reason before anything runs. The grading run itself is in tests/test_grade.py."""
 import os
