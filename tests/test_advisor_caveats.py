@@ -33,6 +33,13 @@ def test_a_measured_profile_that_does_not_fit_the_gpu_is_refused(tmp_path):
     big = dataclasses.replace(prof, about={**prof.about, "memory": {"parameters": 100e6, "gradients": 100e6,
                                                                      "activations": 40e9}})
     with pytest.raises(ValueError, match=r"each data-parallel worker needs 40\.3 GB at batch 64 .* more than a "
-                                         r"GPU's 32 GB: no configuration here fits"):
+                                         r"GPU's 32 GB: no data-parallel configuration fits. even ZeRO stage 3 over 8 "
+                                         r"GPUs holds 40\.0 GB"):
         advise(big, sim.Cluster(2, 4), memory_gb=32)
     assert len(advise(big, sim.Cluster(2, 4), memory_gb=80)) > 0
+    state = dataclasses.replace(prof, about={**prof.about, "memory": {"parameters": 8e9, "gradients": 8e9,
+                                                                       "activations": 4e9}})
+    # 8 + 8 + 8 + 4 = 28 GB whole; stage 1: 8 + 8 + 1 + 4 = 21; stage 2: 8 + 1 + 1 + 4 = 14; stage 3: 1 + 1 + 1 + 4 = 7
+    with pytest.raises(ValueError, match=r"needs 28\.0 GB .* over 8 GPUs, arch='zero\(stage=2\)' holds 14\.0 GB per "
+                                         r"GPU; arch='zero\(stage=3\)' holds 7\.0 GB per GPU \(the advisor does not"):
+        advise(state, sim.Cluster(2, 4), memory_gb=16)

@@ -4,7 +4,7 @@ parameter's own storage never counted), and a worker's total with each optimizer
 import pytest
 import torch
 
-from commlab.sim.step_memory import per_worker, step_memory
+from commlab.sim.step_memory import per_worker, step_memory, zero_worker
 
 
 def _memory(model, batch):
@@ -33,3 +33,12 @@ def test_a_worker_holds_parameters_gradients_optimizer_state_and_activations():
     assert per_worker(memory, "sgd")["total"] == 250
     with pytest.raises(ValueError, match="optimizer='lamb' is not one of sgd, momentum, adam"):
         per_worker(memory, "lamb")
+
+
+def test_zero_shards_the_optimizer_then_the_gradients_then_the_parameters():
+    memory = {"parameters": 100, "gradients": 100, "activations": 50}
+    assert [zero_worker(memory, 4, s, "adam") for s in (1, 2, 3)] == [100 + 100 + 50 + 50, 100 + 25 + 50 + 50,
+                                                                       25 + 25 + 50 + 50]
+    assert zero_worker(memory, 1, 3) == per_worker(memory)["total"]  # one worker shards nothing
+    with pytest.raises(ValueError, match="stage=4 is not a ZeRO stage; valid: 1, 2, 3"):
+        zero_worker(memory, 4, 4)

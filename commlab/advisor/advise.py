@@ -255,7 +255,7 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
         except ValueError:
             raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])}, "
                              "a profile file (.json) or a Profile") from None
-        fits(profile, memory_gb)
+        fits(profile, memory_gb, cluster.gpus)
         rows = _data_parallel(profile, cluster, target, left_out)
     table = pd.DataFrame(rows)
     for name in SPECS:  # None stays None, as the Trainer takes it (pandas 3 stores a missing string as NaN)

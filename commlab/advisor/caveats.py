@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..sim.step_memory import per_worker
+from ..sim.step_memory import per_worker, zero_worker
 
 COMPRESSION_ERROR = 0.300  # the module doc says where it comes from
 
@@ -37,14 +37,21 @@ def within_error(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def fits(profile, memory_gb: float) -> None:
-    """Refuse data parallelism for a measured profile whose worker does not fit in ``memory_gb``."""
+def fits(profile, memory_gb: float, workers: int = 1) -> None:
+    """Refuse data parallelism for a measured profile whose worker does not fit in ``memory_gb``,
+    naming the ZeRO stages that would fit over ``workers`` GPUs and what each holds."""
     memory = profile.about.get("memory")
     if not memory:
         return
     need = per_worker(memory, "momentum")["total"] / 1e9
-    if need > memory_gb:
-        raise ValueError(f"advise: each data-parallel worker needs {need:.1f} GB at batch {profile.batch} (parameters, "
-                         f"gradients, momentum and the activations measured), more than a GPU's {memory_gb:g} GB: no "
-                         "configuration here fits. Shard the model state (arch='zero(stage=3)'), split the model "
-                         "(commlab.parallel.planner), or measure a smaller batch")
+    if need <= memory_gb:
+        return
+    zero = {stage: zero_worker(memory, workers, stage) / 1e9 for stage in (1, 2, 3)}
+    fitting = [f"arch='zero(stage={s})' holds {gb:.1f} GB per GPU" for s, gb in zero.items() if gb <= memory_gb]
+    way_out = (f"over {workers} GPUs, " + "; ".join(fitting) + " (the advisor does not time ZeRO for a measured "
+               "profile: train it, or simulate it)" if fitting else
+               f"even ZeRO stage 3 over {workers} GPUs holds {zero[3]:.1f} GB per GPU, the activations whole: split "
+               "the model (commlab.parallel.planner) or measure a smaller batch")
+    raise ValueError(f"advise: each data-parallel worker needs {need:.1f} GB at batch {profile.batch} (parameters, "
+                     f"gradients, momentum and the activations measured), more than a GPU's {memory_gb:g} GB: no "
+                     f"data-parallel configuration fits. {way_out}")

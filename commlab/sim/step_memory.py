@@ -67,3 +67,14 @@ def per_worker(memory: dict, optimizer: str = "momentum") -> dict:
              "optimizer": OPTIMIZER_STATE[optimizer] * memory["parameters"],
              "activations": memory["activations"]}
     return {**parts, "total": sum(parts.values())}
+
+
+def zero_worker(memory: dict, workers: int, stage: int, optimizer: str = "momentum") -> float:
+    """Bytes one of ``workers`` ZeRO workers holds at ``stage`` (Rajbhandari et al., SC 2020):
+    stage 1 shards the optimizer state, 2 the gradients too, 3 the parameters too, each 1/workers
+    of it per worker; the activations stay whole (every worker runs its own samples)."""
+    if stage not in (1, 2, 3):
+        raise ValueError(f"stage={stage!r} is not a ZeRO stage; valid: 1, 2, 3")
+    parts = per_worker(memory, optimizer)
+    sharded = ("optimizer", "gradients", "parameters")[:stage]
+    return sum(v / workers if k in sharded else v for k, v in parts.items() if k != "total")
