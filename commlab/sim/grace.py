@@ -106,7 +106,8 @@ def testbed(gbits: float) -> Cluster:
 
 
 def compare(framework="horovod-mpi", **iteration_kw) -> pd.DataFrame:
-    """One row per measured cell with a counterpart: gbits, method, ratio, ef, family, spec,
+    """One row per measured cell with a counterpart (``iteration_kw`` go to every
+    :func:`commlab.sim.iteration`, ``compress_costs`` to the compressed cells'): gbits, method, ratio, ef, family, spec,
     measured and predicted images/s, their error (predicted / measured - 1), and each one's
     speedup over the uncompressed run at that bandwidth."""
     cells = grid()
@@ -115,7 +116,8 @@ def compare(framework="horovod-mpi", **iteration_kw) -> pd.DataFrame:
     rows = []
     for c in cells.itertuples():
         spec, note = spec_of(c.method, c.ratio, c.ef)
-        it = iteration(prof, testbed(c.gbits), compress=spec, framework=framework, **iteration_kw)
+        kw = iteration_kw if spec else {k: v for k, v in iteration_kw.items() if k != "compress_costs"}
+        it = iteration(prof, testbed(c.gbits), compress=spec, framework=framework, **kw)
         rows.append(dict(gbits=c.gbits, method=c.method, ratio=c.ratio, ef=c.ef, family=FAMILY[c.method],
                          spec=spec or "none", note=note, measured=c.images_per_s, predicted=it.throughput))
     table = pd.DataFrame(rows)
