@@ -107,3 +107,28 @@ def test_named_devices_carry_their_data_sheets():
         sim.Device("bad", 1e12, memory_bandwidth=0)
     with pytest.raises(ValueError, match="launch=-1"):
         sim.Device("bad", 1e12, launch=-1)
+
+
+def test_launch_and_sync_are_the_fit_of_the_h200_table():
+    """Least squares over every compressor's encode and decode at the table's smallest size, less
+    the declared memory, FLOP and selection time, lands on the shipped constants."""
+    import dataclasses
+    import json
+    import pathlib
+
+    import numpy as np
+
+    from commlab.compress import get
+    from commlab.sim.devices import LAUNCH, SYNC
+
+    table = pathlib.Path(__file__).parent.parent / "benchmarks" / "measured" / "h200_compress_costs.json"
+    h200, rows, seconds = sim.DEVICES["h200"], [], []
+    for name, entry in json.loads(table.read_text())["compressors"].items():
+        numel = entry["numel"][0]
+        cost = get(name).cost((numel,))
+        for work, measured in ((cost.encode, entry["encode_s"][0]), (cost.decode, entry["decode_s"][0])):
+            rows.append([work.launches, work.syncs])
+            seconds.append(measured - h200.work_seconds(dataclasses.replace(work, launches=0, syncs=0), numel))
+    launch, sync = np.linalg.lstsq(np.array(rows, float), np.array(seconds), rcond=None)[0]
+    assert (launch, sync) == (pytest.approx(LAUNCH, rel=0.01), pytest.approx(SYNC, rel=0.01))
+    assert sim.DEVICES["v100"].launch == LAUNCH and sim.DEVICES["cpu"].launch != LAUNCH  # the CPU measured its own

@@ -29,10 +29,13 @@ host round trips. A device turns that into seconds (:meth:`Device.work_seconds`)
 from its data sheet's memory bandwidth (the arithmetic of compressors is streaming, far below any
 GPU's FLOP rate per byte) and three constants that no data sheet gives, stated once for every
 GPU: ``efficiency`` 0.85, what a streaming kernel reaches of the peak (STREAM-like triads reach
-85-90% on V100, A100 and H100); ``launch`` 8 us, the cost of one eager PyTorch operator on a GPU
-(Python, the dispatcher and the kernel launch; the kernels of small tensors finish sooner than
-the host can issue them); ``sync`` 20 us, a host round trip (a ``.item()``) that drains the queue;
-``select_passes`` 16, the passes over 32-bit keys of ``torch.topk``'s radix select (2 bits a
+85-90% on V100, A100 and H100); ``launch`` 16.1 us, the cost of one eager PyTorch operator on a
+GPU (Python, the dispatcher and the kernel launch; the kernels of small tensors finish sooner than
+the host can issue them), and ``sync`` 26.3 us, a host round trip (a ``.item()``) that drains the
+queue, both the least-squares fit of this library's compressors measured on an H200 at 4,096
+values, where launches and round trips are nearly all of a call (``benchmarks/measured/
+h200_compress_costs.json``, less the declared memory, FLOP and selection time; the test of this
+module solves it again); ``select_passes`` 16, the passes over 32-bit keys of ``torch.topk``'s radix select (2 bits a
 pass); ``host_bandwidth`` 10 GB/s, one host core copying memory (as :mod:`commlab.net.protocols`
 assumes), which times the entropy codes that run on the host by design. ``pcie`` is the GPU's
 host link per direction (:data:`PCIE`: 3.0 for the RTX 2080 Ti and the V100, 4.0 for the A100,
@@ -56,6 +59,7 @@ SEQ_LEN = 64  # the survey's BERT sentence length
 # A x16 slot's rate per direction after line coding (128b/130b since PCIe 3.0), bytes/s: 3.0 at
 # 8 GT/s, 4.0 at 16, 5.0 at 32 (PCI-SIG); the GPU's host link, which staged collectives cross
 PCIE = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9}
+LAUNCH, SYNC = 16.1e-6, 26.3e-6  # seconds per eager operator and per host round trip on a GPU (module doc)
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,8 @@ class Device:
     calibration: dict = field(default_factory=dict)
     memory_bandwidth: float = 900e9
     efficiency: float = 0.85
-    launch: float = 8e-6
-    sync: float = 20e-6
+    launch: float = LAUNCH
+    sync: float = SYNC
     select_passes: float = 16.0
     host_bandwidth: float = 10e9
     pcie: float = PCIE[3]  # bytes/s per direction between the GPU and host memory (data sheet)
