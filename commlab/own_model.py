@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import shlex
 
 import torch
 
@@ -32,6 +33,8 @@ def import_object(text: str, flag: str):
         found = importlib.import_module(module)
     except ImportError as e:
         raise ValueError(f"{flag} {text!r}: cannot import {module!r} ({e}); run from the folder that holds it") from e
+    except Exception as e:  # noqa: BLE001 - the module's own error while it is imported, named
+        raise ValueError(f"{flag} {text!r}: importing {module!r} raised {type(e).__name__}: {e}") from e
     if not hasattr(found, name):
         raise ValueError(f"{flag} {text!r}: module {module!r} has no {name!r}")
     return getattr(found, name)
@@ -97,11 +100,13 @@ def example_input(shape: str, batch: int, vocab: int | None = None) -> torch.Ten
     return torch.randn((batch, *dims), generator=g)
 
 
-def provenance(profile, source: str, first=None, net: str | None = None) -> list[str]:
+def provenance(profile, source: str, first=None, net: str | None = None, device: str | None = None) -> list[str]:
     """What of the advice on ``profile`` (read from ``source``) is measured and what is modelled,
     and, for a profile of a builder, the ``train`` command that runs the ranking's ``first`` row on
-    ``net`` with the profile's compute (its data: the loader the profile recorded, else a
-    placeholder to replace, said so)."""
+    ``net`` with the profile's compute, mapped to ``device`` when the advice mapped it there (its
+    data: the loader the profile recorded, else a placeholder to replace, said in the line before).
+    The command is the last line, whole after ``"to train the first row: "``, so that it can be
+    printed unwrapped and run as it is."""
     about = profile.about
     if "measured" not in about:
         return [f"{source}: a profile from FLOP counts (no measurement recorded in it)"]
@@ -115,8 +120,10 @@ def provenance(profile, source: str, first=None, net: str | None = None) -> list
         data = about.get("data") or "YOUR_LOADER"
         flags = [f"--model {about['model']}", f"--data {data}", f"--workers {first['workers']}"]
         flags += [f'--{k} "{first[k]}"' for k in ("sync", "arch", "compress", "schedule") if first[k] is not None]
-        flags += [f"--profile {source}", f"--batch-size {profile.batch}"] + ([f"--net {net}"] if net else [])
-        lines.append("to train the first row: python -m commlab train " + " ".join(flags)
-                     + ("" if about.get("data") else " (YOUR_LOADER: your pkg.module:loader or a built-in data set; "
-                                                     "profile --data records it)"))
+        flags += [f"--profile {shlex.quote(str(source))}", f"--batch-size {profile.batch}"]
+        flags += ([f"--net {net}"] if net else []) + ([f"--device {device}"] if device else [])
+        if not about.get("data"):
+            lines.append("in the command below, replace YOUR_LOADER by your pkg.module:loader or a built-in data "
+                         "set (profile --data records it)")
+        lines.append("to train the first row: python -m commlab train " + " ".join(flags))
     return lines

@@ -29,3 +29,32 @@ def test_advise_refusals_exit_2(capsys, args, message):
     with pytest.raises(SystemExit) as e:
         main(args)
     assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_batch_for_a_profile_is_refused_before_anything_is_printed(tmp_path, capsys):
+    from commlab import sim
+
+    path = sim.save_profile(sim.profile("resnet50"), tmp_path / "r.json")
+    with pytest.raises(SystemExit) as e:
+        main(["advise", "--profile", str(path), "--batch", "0"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == "" and "a profile has its own batch" in err.splitlines()[-1]
+
+
+@pytest.mark.parametrize("gpus, link", [(8, "NVLink"), (16, "tcp-25GbE")])
+def test_the_train_command_takes_the_link_its_workers_meet_on(tmp_path, capsys, gpus, link):
+    """The Trainer's clock has one link: one node of 8 GPUs meets on NVLink (the link advise timed),
+    two nodes on the link between them."""
+    import dataclasses
+
+    from commlab import sim
+
+    counted = sim.profile("resnet50")
+    about = {"measured": "thread CPU time per layer", "device": "cpu (1 thread)", "torch": "2", "input": "(1,)",
+             "batch": counted.batch, "model": "mine_model:build", "data": "mine_model:data"}
+    path = sim.save_profile(dataclasses.replace(counted, about=about), tmp_path / "r.json")
+    assert main(["advise", "--profile", str(path), "--gpus", str(gpus), "--gpus-per-node", "8", "--intra", "NVLink",
+                 "--net", "tcp-25GbE", "--top", "1"]) == 0
+    command = capsys.readouterr().out.splitlines()[-1]
+    assert command.startswith("python -m commlab train --model mine_model:build --data mine_model:data")
+    assert command.endswith(f"--net {link}")

@@ -27,3 +27,10 @@ def test_bad_arguments_end_with_status_2_and_the_reason(tmp_path, capsys, monkey
         main(["classroom", *args])
     assert stop.value.code == 2 and says in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
+
+
+def test_help_reads_as_plain_text(capsys):
+    with pytest.raises(SystemExit):
+        main(["classroom", "--help"])
+    out = capsys.readouterr().out
+    assert "student --out DIR" in out and "``" not in out and ":func:" not in out and ":mod:" not in out

@@ -79,7 +79,7 @@ def test_an_unwritable_output_is_refused_before_training(tmp_path, monkeypatch, 
     start = time.monotonic()
     with pytest.raises(SystemExit) as e:
         main(["train", "--steps", "500", "--out", "x.csv", "--no-progress"])
-    assert e.value.code == 2 and "--out 'x.csv' cannot be written" in capsys.readouterr().err
+    assert e.value.code == 2 and "--out 'x.csv' is a folder; name a file in it" in capsys.readouterr().err
     assert time.monotonic() - start < 5 and sorted(os.listdir(tmp_path)) == ["x.csv"]
 
 
@@ -132,3 +132,38 @@ def test_train_with_a_profile_charges_its_compute_as_simulate_does(mine, capsys)
         main(["train", "--model", "mine_model:build", "--data", "mine_model:data", "--profile", "mine.json",
               "--out", str(out)])
     assert "give --net too" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc, where no file can be created")
+def test_an_output_where_no_file_can_be_created_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    """A folder whose permission bits allow writing (always, for root) but where no file can be
+    created: tried at once, nothing run."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--steps", "500", "--out", "/proc/x.csv", "--no-progress"])
+    assert e.value.code == 2 and "--out '/proc/x.csv' cannot be written: no file can be created in '/proc'" in \
+        capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+IMPORT_FAILS = "import torch\nraise RuntimeError('broken at import')\n"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--model", "mine_model:build", "--data", "tokens"],
+     "--model 'mine_model:build' does not run on --data 'tokens': a batch of shape (1, 16) (torch.int64) raised "
+     "RuntimeError: "),
+    (["--model", "mine_model:build", "--data", "digits"],
+     "--model 'mine_model:build' does not run on --data 'digits': a batch of shape (1, 64) (torch.float32)"),
+    (["--model", "broken_model:build", "--data", "mine_model:data"],
+     "--model 'broken_model:build': importing 'broken_model' raised RuntimeError: broken at import"),
+])
+def test_a_model_that_cannot_run_on_the_data_or_be_imported_exits_2(mine, capsys, args, says):
+    """A CNN given another shape of data, and a module that raises on import: one line with the
+    cause, status 2, before the Trainer starts, no traceback, nothing written."""
+    (mine / "broken_model.py").write_text(IMPORT_FAILS)
+    with pytest.raises(SystemExit) as stop:
+        main(["train", *args, "--steps", "2", "--out", "r.csv", "--no-progress"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and says in err.splitlines()[-1] and "Traceback" not in err
+    assert sorted(os.listdir(mine)) == ["broken_model.py", "mine_model.py"]

@@ -1,6 +1,8 @@
 """commlab.own_model: a builder, a loader and an input shape are read as documented, bad names
 are refused with the reason, and provenance says what of the advice on a profile is measured and
 what modelled. The command line's use of them is in test_cli_train and test_cli_profile."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -42,3 +44,24 @@ def test_bad_names_are_refused_with_the_reason(mine, read, says):
 def test_provenance_of_a_profile_from_flop_counts():
     assert own_model.provenance(sim.profile("resnet50"), "r.json") == [
         "r.json: a profile from FLOP counts (no measurement recorded in it)"]
+
+
+def test_a_module_that_raises_on_import_is_named_with_its_error(mine):
+    (mine / "raises_on_import.py").write_text("raise RuntimeError('broken at import')\n")
+    with pytest.raises(ValueError, match="--model 'raises_on_import:build': importing 'raises_on_import' raised "
+                                         "RuntimeError: broken at import"):
+        own_model.builder("raises_on_import:build")
+    with pytest.raises(ValueError, match="--data 'raises_on_import:data': importing"):
+        own_model.loader("raises_on_import:data")
+
+
+def test_provenance_prints_the_train_command_last_with_the_device_mapped_to():
+    measured = sim.profile("resnet50")
+    about = dict(measured.about, measured="thread CPU time per layer", device="cpu (1 thread)", torch="2",
+                 batch=measured.batch, input="(1,)", model="mine_model:build")
+    first = {"workers": 8, "sync": "bsp", "arch": "ring", "compress": None, "schedule": None}
+    lines = own_model.provenance(dataclasses.replace(measured, about=about), "my dir/p.json", first, "10GbE", "v100")
+    assert lines[-2].startswith("in the command below, replace YOUR_LOADER")
+    assert lines[-1] == ("to train the first row: python -m commlab train --model mine_model:build --data YOUR_LOADER "
+                         "--workers 8 --sync \"bsp\" --arch \"ring\" --profile 'my dir/p.json' --batch-size "
+                         f"{measured.batch} --net 10GbE --device v100")

@@ -31,7 +31,8 @@ a bad flag or name ends with ``p.error``: a message that names the valid choices
 
 :mod:`~commlab.cli.names` lists the names each dimension offers (every ``--help`` epilog) and
 checks a flag's name against them; :mod:`~commlab.cli.cluster` reads the cluster and the model that
-``simulate`` and ``advise`` share.
+``simulate`` and ``advise`` share; :mod:`~commlab.cli.outputs` checks the files ``profile`` and
+``train`` write before any work starts.
 """
 from __future__ import annotations
 

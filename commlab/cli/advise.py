@@ -31,12 +31,13 @@ def run(p, a) -> int:
     """Rank, and print the first --top rows with the reasons."""
     from ..advisor import advise
 
-    model = profile_or_name(p, a, [*sim.BUILTINS, *LARGE])
-    if a.batch is not None and (a.batch < 1 or not isinstance(model, str) or model not in LARGE):
+    if a.batch is not None and (a.batch < 1 or a.profile is not None or (a.model or "resnet50") not in LARGE):
+        # refused before a profile is read, so that nothing is printed ahead of the reason
         p.error(f"--batch {a.batch} sets the sequences per step of a large model ({', '.join(LARGE)}), an integer "
                 ">= 1" + ("; a profile has its own batch" if a.profile else ""))
     if a.top < 1:
         p.error(f"--top {a.top} must be >= 1 (rows to print)")
+    model = profile_or_name(p, a, [*sim.BUILTINS, *LARGE])
     cluster, _ = cluster_from(p, a)
     try:
         memory = sim.MEMORY_GB.get(a.device, 80.0) if a.device else 80.0
@@ -65,6 +66,13 @@ def run(p, a) -> int:
         for what, why in table.attrs["left_out"].items():
             say(f"not ranked: {what} ({why})")
         if a.profile:
-            for line in own_model.provenance(model, a.profile, first, a.net):
-                say(line)
+            # the Trainer's clock has one link: inside the node when the cluster is one node, else between nodes
+            link = a.intra if cluster.nodes == 1 else a.net
+            for line in own_model.provenance(model, a.profile, first, link, a.device):
+                head, colon, command = line.partition(": python -m commlab train ")
+                if colon:  # the command on a line of its own, unwrapped: it runs as printed, pasted whole
+                    say(head + ":")
+                    print("python -m commlab train " + command)
+                else:
+                    say(line)
     return 0

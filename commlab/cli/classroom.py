@@ -17,11 +17,22 @@ import pandas as pd
 
 NAME = "classroom"
 
+PLAIN_HELP = """The instructor's two commands.
+
+student --out DIR [--chapters 01,06]: the student edition of the chapters (all by default) in DIR,
+one notebook per chapter, to hand out.
+
+grade DIR --out gradebook.csv [--resume]: grade DIR (one folder per student, each with that
+student's notebooks) offline, saying each notebook's result as it comes; write the gradebook (one
+row per student), the long table and the per-exercise summary beside it, and a feedback file per
+student; print the summary. Each notebook's result is saved in <out>_journal/ as it is graded;
+--resume keeps those of unchanged notebooks."""
+
 
 def add(sub, fmt) -> None:
     """Add the ``classroom`` subcommand to the command line's subparsers ``sub``."""
     c = sub.add_parser(NAME, help="the student edition, and a gradebook of submitted notebooks",
-                       formatter_class=fmt, description=__doc__.split("\n\n")[1].strip())
+                       formatter_class=fmt, description=PLAIN_HELP)
     csub = c.add_subparsers(dest="action", required=True, metavar="{student,grade}")
     s = csub.add_parser("student", help="write the student edition of the chapters", formatter_class=fmt)
     s.add_argument("--out", required=True, help="the folder to write the student notebooks to")

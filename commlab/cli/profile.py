@@ -16,12 +16,13 @@ import re
 
 import torch
 
-from .. import checks
 from .. import sim
 from ..own_model import builder, example_input
 from ..sim.measured import versus_flops
+from .outputs import check_output
 
 NAME = "profile"
+ROOT = "(the model's own parameters)"  # the layer of the root module's parameters, named "" in the file
 
 PLAIN_HELP = """Measure one step of your model layer by layer on this machine, print each layer's share of
 the step beside its share of the FLOPs, and save the profile as JSON.
@@ -57,10 +58,7 @@ def run(p, a) -> int:
     """Measure, print the layers beside their FLOPs, save."""
     import pandas as pd
 
-    try:  # the profile can be written, before any measurement
-        checks.output_path("--out", a.out, (".json",))
-    except (ValueError, TypeError) as e:
-        p.error(str(e))
+    check_output(p, "--out", a.out, (".json",))  # the profile can be written, before any measurement
     if not (a.device == "cpu" or a.device == "cuda" or re.fullmatch(r"cuda:\d+", a.device)):
         p.error(f"--device {a.device!r} is not a device to measure on; valid: cpu, cuda, cuda:N")
     if a.device.startswith("cuda") and not torch.cuda.is_available():
@@ -83,8 +81,9 @@ def run(p, a) -> int:
         sim.save_profile(prof, a.out)
     except OSError as e:
         p.error(f"--out {a.out!r}: {e.strerror or e}")
+    shown = table.assign(layer=[n or ROOT for n in table["layer"]])
     with pd.option_context("display.width", 120):
-        print(table.round(4).to_string(index=False))
+        print(shown.round(4).to_string(index=False))
     t = table.attrs
     print(f"\n{prof.layers} layers, {prof.total_bytes / 1e6:.4g} MB of gradients, batch {prof.batch}, on "
           f"{prof.about['device']}: the layers add up to {t['measured_s'] * 1e3:.4g} ms, the step without hooks "
@@ -98,13 +97,19 @@ def run(p, a) -> int:
     counted = table[table["flops_share"] > 0]
     if len(counted):
         worst = counted.iloc[(counted["measured/flops"].map(math.log)).abs().argmax()]
-        print(f"furthest from its FLOP share: {worst['layer']} ({worst['measured_share']:.1%} of the step, "
-              f"{worst['flops_share']:.1%} of the FLOPs, {worst['measured/flops']:.3g} times its share)")
+        print(f"furthest from its FLOP share: {worst['layer'] or ROOT} ({percent(worst['measured_share'])} of the "
+              f"step, {percent(worst['flops_share'])} of the FLOPs, {worst['measured/flops']:.3g} times its share)")
     free = table[table["flops_share"] == 0]
     if len(free):
-        named = [n or "(the model's own parameters)" for n in free["layer"].head(8)]
+        named = [n or ROOT for n in free["layer"].head(8)]
         print(f"no counted FLOPs (their time is not arithmetic the count sees): {', '.join(named)}"
               + (f" and {len(free) - 8} more" if len(free) > 8 else "")
               + f", {free['measured_share'].sum():.1%} of the step")
     print(f"wrote {a.out}")
     return 0
+
+
+def percent(share: float) -> str:
+    """A share as a percentage with three significant digits (0.0016%, not 0.0%: a layer with a
+    sliver of the FLOPs is the one whose ratio stands out)."""
+    return f"{100 * share:.3g}%"

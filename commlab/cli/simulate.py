@@ -7,7 +7,8 @@ timeline summary, and the speedup table from 1 GPU up::
 from __future__ import annotations
 
 from .. import sim
-from .cluster import add_cluster_flags, add_profile_flags, cluster_from, profile_or_name
+from ..sim.frameworks import framework
+from .cluster import add_cluster_flags, add_profile_flags, cluster_from, profile_or_name, say
 from .names import epilog
 
 NAME = "simulate"
@@ -30,10 +31,17 @@ def run(p, a) -> int:
     timeline = it.timeline
     comm = timeline[timeline.stream == "comm"]
     print(f"{a.profile or a.model} on {cluster}, {a.method}:")
-    print(f"  {it.time * 1e3:.4g} ms per iteration; compute {it.single * 1e3:.4g} ms; {len(comm)} messages, "
+    print(f"  {it.time * 1e3:.4g} ms per iteration; compute {it.single * 1e3:.4g} ms; {len(comm)} message{'' if len(comm) == 1 else 's'}, "
           f"{comm.bytes.sum() / 1e6:.4g} MB; communication ends {comm.end.max() * 1e3:.4g} ms after backward starts")
     print(f"  speedup {it.speedup:.3g} over one GPU ({it.speedup / a.gpus:.0%} of linear), "
           f"{it.throughput:.5g} samples/s")
+    fw = framework(sim.METHODS[a.method][2])
+    if fw.per_op:  # the survey's methods run as a framework runs them; advise and train charge the wire alone
+        bare = sim.iteration(model, cluster, method=a.method, framework="ideal").time
+        per = "collective" if fw.partition is None else f"{fw.partition / 1e6:.3g} MB part"
+        say(f"  {a.method} runs as {fw.name} runs it, which adds {fw.per_op * 1e3:.3g} ms per {per} to the wire's "
+            f"time; without it, as advise and train's simulated clock charge a step: {bare * 1e3:.4g} ms per "
+            "iteration")
     sizes = sorted({2 ** k for k in range(a.gpus.bit_length()) if 2 ** k <= a.gpus} | {a.gpus})
     rows = []
     for n in sizes:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import checks
 from .. import data as data_pkg
 from .. import models as models_pkg
 from .. import own_model
@@ -25,6 +24,7 @@ from ..history import Diverged
 from ..runtime import RUNTIMES, RankError
 from ..spec import COMPRESS_PER
 from .names import check_name, epilog
+from .outputs import check_output
 
 NAME = "train"
 
@@ -103,23 +103,40 @@ def _model_and_data(p, a):
         check_name(p, "--model", a.model, list(models_pkg.MODELS))
     if data is a.data:
         check_name(p, "--data", a.data, list(data_pkg.LOADERS))
-    if model is not a.model and not isinstance(data, str):
+    if model is not a.model:  # your builder, built once on the data set and run on one of its samples
         try:
-            model(data)
+            dataset = data if isinstance(data, data_pkg.Dataset) else data_pkg.load(data, seed=a.seed)
+            built = model(dataset)
         except ValueError as e:
             p.error(str(e))
+        _runs_on(p, a, built, dataset)
     return model, data
+
+
+def _runs_on(p, a, built, dataset):
+    """``p.error`` naming the shapes unless the built model takes one sample of the data set
+    (a CNN given token ids, say), before the Trainer runs it inside its own machinery."""
+    import torch
+
+    sample = dataset.x_train[:1]
+    training = built.training
+    try:
+        with torch.no_grad():
+            built.eval()(sample)
+    except Exception as e:  # noqa: BLE001 - the model's own error on the data, named with the shapes
+        why = (str(e).strip().splitlines() or [""])[0]
+        p.error(f"--model {a.model!r} does not run on --data {a.data!r}: a batch of shape {tuple(sample.shape)} "
+                f"({sample.dtype}) raised {type(e).__name__}: {why}")
+    finally:
+        built.train(training)
 
 
 def _outputs(p, a):
     """--out and --plot, each checked writable (and not the same file), before any work starts."""
     out = a.out
     png = a.plot or os.path.splitext(out)[0] + ".png"
-    try:
-        checks.output_path("--out", out, (".csv", ".parquet"))
-        checks.output_path("--plot", png, (".png",))
-    except (ValueError, TypeError) as e:
-        p.error(str(e))
+    check_output(p, "--out", out, (".csv", ".parquet"))
+    check_output(p, "--plot", png, (".png",))
     if os.path.abspath(png) == os.path.abspath(out):
         p.error(f"--plot {png!r} is --out's file too")
     if os.path.splitext(out)[1].lower() == ".parquet":
