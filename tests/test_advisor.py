@@ -103,3 +103,11 @@ def test_compressed_rows_are_the_simulators_iteration_with_both_factors(ranked):
         assert row["horizon"].startswith(("short:", "long:"))
     assert "topk(0.01)+ef" in set(rows["compress"])  # kept: it reaches the long horizon's top target
 
+
+def test_no_rounding_noise_is_reported_as_hidden_time():
+    from commlab.advisor.advise import _row
+
+    compute, comm = 1.64e-3, 0.232e-3
+    row = _row({}, compute, comm, compute + comm, 1.0, 10)
+    assert row["hidden_s"] == 0.0 and "(0 of 0.232 ms hidden)" in row["reasoning"], row["reasoning"]
+    assert _row({}, compute, comm, compute + comm / 2, 1.0, 10)["hidden_s"] == pytest.approx(comm / 2)

@@ -127,6 +127,8 @@ def _row(config, compute, comm, iteration_s, penalty, target, how="", measured="
     which problems measured it; ``arithmetic``: seconds of compression arithmetic per iteration)."""
     exposed = max(0.0, iteration_s - compute - arithmetic)
     hidden = max(0.0, comm - exposed)
+    if hidden <= 1e-9 * comm:  # the rounding of a sum, not time hidden
+        hidden = 0.0
     return dict(**config, compute_s=compute, arithmetic_s=arithmetic, comm_s=comm, hidden_s=hidden,
                 iteration_s=iteration_s, penalty=penalty, horizon=horizon, rounds=target * penalty,
                 time_s=iteration_s * target * penalty,
