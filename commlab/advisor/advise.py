@@ -214,6 +214,23 @@ def _data_parallel(profile, cluster, target, left_out):
     return rows
 
 
+ZERO_BYTES = {1: 1.0, 2: 1.0, 3: 1.5}  # per step, over an all-reduce's (Rajbhandari et al., SC 2020, sec. 7)
+
+
+def _zero(profile, cluster, target, stages, left_out):
+    """Rows for the ZeRO stages that fit, where a data-parallel worker does not: BSP's math (penalty
+    1), its reduce-scatter and all-gather timed as an all-reduce of ZERO_BYTES times the bytes."""
+    left_out["data parallelism"] = "a worker does not fit the GPU's memory; only the ZeRO stages that fit are ranked"
+    rows = []
+    for stage, gb in stages:
+        config = dict(sync="bsp", arch=f"zero(stage={stage})", compress=None, schedule=None, workers=cluster.gpus,
+                      runs=AS_PRINTED)
+        it = iteration(_scaled(profile, ZERO_BYTES[stage]), cluster, arch="allreduce")
+        rows.append(_simulated(config, it, 1.0, target, f"; ZeRO stage {stage}: {gb:.3g} GB per GPU, "
+                                                        f"{ZERO_BYTES[stage]:g} x an all-reduce's bytes"))
+    return rows
+
+
 def _large(model, cluster, target, batch, memory_gb):
     layouts = planner.candidates(model, cluster.gpus, batch=batch, gpus_per_node=cluster.gpus_per_node,
                                  cluster=cluster, memory_gb=memory_gb)
@@ -257,8 +274,9 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
         except ValueError:
             raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])}, "
                              "a profile file (.json) or a Profile") from None
-        fits(profile, memory_gb, cluster.gpus)
-        rows = _data_parallel(profile, cluster, target, left_out)
+        stages = fits(profile, memory_gb, cluster.gpus)  # []: a data-parallel worker fits
+        rows = _zero(profile, cluster, target, stages, left_out) if stages else \
+            _data_parallel(profile, cluster, target, left_out)
     table = pd.DataFrame(rows)
     for name in SPECS:  # None stays None, as the Trainer takes it (pandas 3 stores a missing string as NaN)
         table[name] = pd.Series([row[name] for row in rows], dtype=object)

@@ -8,8 +8,9 @@ measured profile fits the GPU at all.
   tests/test_advisor_caveats.py recomputes it). :func:`within_error` marks each compressed row whose gain
   over the same configuration uncompressed is smaller than that: "measure first".
 * :func:`fits`: a measured profile records what one step holds (:mod:`commlab.sim.step_memory`);
-  a data-parallel worker holds that with momentum SGD, and advice on a GPU it does not fit is
-  refused with the ways out.
+  a data-parallel worker holds that with momentum SGD; where it does not fit the GPU, advice ranks
+  the ZeRO stages that do (each shards more of the model state over the workers), and where none
+  does it is refused with the ways out.
 """
 from __future__ import annotations
 
@@ -37,21 +38,21 @@ def within_error(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def fits(profile, memory_gb: float, workers: int = 1) -> None:
-    """Refuse data parallelism for a measured profile whose worker does not fit in ``memory_gb``,
-    naming the ZeRO stages that would fit over ``workers`` GPUs and what each holds."""
+def fits(profile, memory_gb: float, workers: int = 1) -> list[tuple[int, float]]:
+    """Whether a measured profile's data-parallel worker fits in ``memory_gb``: [] if it does (or
+    the profile recorded no memory), else the ZeRO stages that fit over ``workers`` GPUs as
+    (stage, GB per GPU); refused, with the ways out, when none does."""
     memory = profile.about.get("memory")
     if not memory:
-        return
+        return []
     need = per_worker(memory, "momentum")["total"] / 1e9
     if need <= memory_gb:
-        return
+        return []
     zero = {stage: zero_worker(memory, workers, stage) / 1e9 for stage in (1, 2, 3)}
-    fitting = [f"arch='zero(stage={s})' holds {gb:.1f} GB per GPU" for s, gb in zero.items() if gb <= memory_gb]
-    way_out = (f"over {workers} GPUs, " + "; ".join(fitting) + " (the advisor does not time ZeRO for a measured "
-               "profile: train it, or simulate it)" if fitting else
-               f"even ZeRO stage 3 over {workers} GPUs holds {zero[3]:.1f} GB per GPU, the activations whole: split "
-               "the model (commlab.parallel.planner) or measure a smaller batch")
+    fitting = [(stage, gb) for stage, gb in zero.items() if gb <= memory_gb]
+    if fitting:
+        return fitting
     raise ValueError(f"advise: each data-parallel worker needs {need:.1f} GB at batch {profile.batch} (parameters, "
-                     f"gradients, momentum and the activations measured), more than a GPU's {memory_gb:g} GB: no "
-                     f"data-parallel configuration fits. {way_out}")
+                     f"gradients, momentum and the activations measured), more than a GPU's {memory_gb:g} GB, and "
+                     f"even ZeRO stage 3 over {workers} GPUs holds {zero[3]:.1f} GB per GPU, the activations whole: "
+                     "split the model (commlab.parallel.planner) or measure a smaller batch")
