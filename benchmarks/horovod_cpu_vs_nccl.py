@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from commlab import sim
-from commlab.models import _Bottleneck
+from commlab.models import bottleneck_resnet
 from commlab.net import protocols
 
 BATCH, NODES, PER_NODE = 64, 16, 4
@@ -29,19 +29,6 @@ README = {  # images/s on 64 GPUs: (single GPU, TCP Horovod on CPU, TCP Horovod 
     "resnet101": (136.0, 3761.6, 7741.6),
     "vgg16": (149.6, 1462.6, 6084.2),
 }
-
-
-def resnet101() -> nn.Module:
-    """ResNet-101 (He et al. 2016, Table 1): ResNet-50's bottlenecks, 23 in the third stage."""
-    with torch.device("meta"):
-        layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                                   nn.MaxPool2d(3, 2, 1)]
-        c_in = 64
-        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 23, 2), (512, 3, 2)):
-            for i in range(blocks):
-                layers.append(_Bottleneck(c_in, width, stride if i == 0 else 1))
-                c_in = 4 * width
-        return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, 1000))
 
 
 def vgg16() -> nn.Module:
@@ -63,7 +50,7 @@ def main() -> None:
     print(f"{NODES} nodes x {PER_NODE} GPUs, PCIe 3.0 inside, TCP at 25 Gb/s between; batch {BATCH} per GPU")
     print(f"{'model':10s} {'params M':>8s} {'README CPU':>10s} {'NCCL':>7s} {'ratio':>6s}   "
           f"{'sim CPU':>8s} {'NCCL':>7s} {'ratio':>6s}")
-    for name, build in (("resnet101", resnet101), ("vgg16", vgg16)):
+    for name, build in (("resnet101", lambda: bottleneck_resnet((3, 4, 23, 3))), ("vgg16", vgg16)):
         single, cpu, nccl = README[name]
         model = build()
         prof = sim.profile(model, device="v100", example_input=torch.zeros(BATCH, 3, 224, 224, device="meta"))

@@ -9,6 +9,7 @@ from commlab.models import intensity
 def test_param_counts():
     assert models.count_params(models.resnet20()) == 269_722  # "0.27M" in He et al. 2016
     assert models.count_params(models.resnet50()) == 25_557_032
+    assert models.count_params(models.bottleneck_resnet((3, 4, 23, 3))) == 44_549_160  # ResNet-101, as torchvision's
     assert 109e6 < models.count_params(models.bert("base")) < 111e6
     assert 335e6 <= models.count_params(models.bert("large")) <= 337e6
 

@@ -12,7 +12,8 @@ Trainable (built on the default device, cheap enough for a laptop CPU):
 
 Counting only (built on the ``meta`` device by default: shapes, no storage):
 
-* :func:`resnet50` -- ResNet-50 (He et al. 2016, Table 1), 25,557,032 parameters.
+* :func:`resnet50` -- ResNet-50 (He et al. 2016, Table 1), 25,557,032 parameters; any other
+  bottleneck ResNet of that table by its blocks per stage (:func:`bottleneck_resnet`).
 * :func:`bert` -- BERT-Base / BERT-Large of Devlin et al., "BERT: Pre-training of
   Deep Bidirectional Transformers for Language Understanding" (NAACL 2019), as
   ``transformers.BertForPreTraining`` with random initialisation.
@@ -149,11 +150,18 @@ class _Bottleneck(nn.Module):
 def resnet50(num_classes: int = 1000, in_channels: int = 3, device: str | torch.device = "meta") -> nn.Module:
     """ResNet-50 (He et al. 2016, Table 1) for 224x224 images: 25,557,032 parameters at
     1000 classes. Built on ``device`` (default ``meta``: counting only, no memory)."""
+    return bottleneck_resnet((3, 4, 6, 3), num_classes, in_channels, device)
+
+
+def bottleneck_resnet(blocks: tuple, num_classes: int = 1000, in_channels: int = 3,
+                      device: str | torch.device = "meta") -> nn.Module:
+    """A bottleneck ResNet of He et al. (2016, Table 1) with ``blocks`` per stage: (3, 4, 6, 3) is
+    ResNet-50, (3, 4, 23, 3) ResNet-101, (3, 8, 36, 3) ResNet-152. Built on ``device``."""
     with torch.device(device):
         layers: list[nn.Module] = [nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
                                    nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
         c_in = 64
-        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for width, blocks, stride in zip((64, 128, 256, 512), blocks, (1, 2, 2, 2)):
             for i in range(blocks):
                 layers.append(_Bottleneck(c_in, width, stride if i == 0 else 1))
                 c_in = 4 * width
