@@ -53,6 +53,7 @@ def main() -> None:
     for name, build in (("resnet101", lambda: bottleneck_resnet((3, 4, 23, 3))), ("vgg16", vgg16)):
         single, cpu, nccl = README[name]
         model = build()
+        # the V100 entry for its PCIe 3.0 x16 host link, which the Pascal GPUs had too; the step is rescaled below
         prof = sim.profile(model, device="v100", example_input=torch.zeros(BATCH, 3, 224, 224, device="meta"))
         prof = prof.scaled(BATCH / single)  # a Pascal GPU's step, from the README's single-GPU rate
         sim_cpu = sim.iteration(prof, cluster, framework="horovod-mpi", device="v100").throughput

@@ -7,35 +7,37 @@ import pytest
 
 from commlab import sim
 from commlab.net import protocols
-from commlab.sim.data_path import CORE_COPY, TLP_EFFICIENCY, HostStaging
+from commlab.net.protocols import COPY_RATE
+from commlab.sim.data_path import TLP_EFFICIENCY, staged_seconds
 from commlab.sim.devices import DEVICES, PCIE
 from commlab.sim.frameworks import FRAMEWORKS, HOROVOD_OP, Framework
 
-N, P, PCIE3 = 100e6, 8, PCIE[3]
+N, P, PCIE3, V100 = 100e6, 8, PCIE[3], DEVICES["v100"]
+FREE = dataclasses.replace(V100, pcie=math.inf, host_bandwidth=math.inf)  # a host path that costs nothing
 
 
 def test_allreduce_pays_pcie_and_fusion_copies_both_ways_and_the_reduction_under_the_wire():
-    s = HostStaging()
-    copies = 2 * N / (PCIE3 * TLP_EFFICIENCY) + 2 * N / CORE_COPY
-    reduction = 3 * (P - 1) / P * N / CORE_COPY
-    assert s.seconds("allreduce", N, 0.5, P, PCIE3) == pytest.approx(copies + 0.5)  # the wire is longer
-    assert s.seconds("allreduce", N, 1e-3, P, PCIE3) == pytest.approx(copies + reduction)  # the core is
+    assert V100.pcie == PCIE3 and V100.host_bandwidth == COPY_RATE
+    copies = 2 * N / (PCIE3 * TLP_EFFICIENCY) + 2 * N / COPY_RATE
+    reduction = 3 * (P - 1) / P * N / COPY_RATE
+    assert staged_seconds("allreduce", N, 0.5, P, V100) == pytest.approx(copies + 0.5)  # the wire is longer
+    assert staged_seconds("allreduce", N, 1e-3, P, V100) == pytest.approx(copies + reduction)  # the core is
 
 
 def test_allgather_brings_every_payload_up_and_reduces_nothing():
-    got = HostStaging().seconds("allgather", N, 1e-3, P, PCIE3)
-    assert got == pytest.approx((1 + P) * N * (1 / (PCIE3 * TLP_EFFICIENCY) + 1 / CORE_COPY) + 1e-3)
+    got = staged_seconds("allgather", N, 1e-3, P, V100)
+    assert got == pytest.approx((1 + P) * N * (1 / (PCIE3 * TLP_EFFICIENCY) + 1 / COPY_RATE) + 1e-3)
 
 
 def test_one_gpu_stages_nothing_and_a_free_host_path_is_the_wire():
-    assert HostStaging().seconds("allreduce", N, 0.25, 1, PCIE3) == 0.25
-    assert HostStaging(core=math.inf).seconds("allreduce", N, 0.25, P, math.inf) == 0.25
+    assert staged_seconds("allreduce", N, 0.25, 1, V100) == 0.25
+    assert staged_seconds("allreduce", N, 0.25, P, FREE) == 0.25
 
 
 def test_horovod_is_horovod_nccl_and_mpi_differs_only_by_its_staging():
     nccl, mpi = FRAMEWORKS["horovod-nccl"], FRAMEWORKS["horovod-mpi"]
-    assert dataclasses.replace(FRAMEWORKS["horovod"], name=nccl.name) == nccl and nccl.staging is None
-    assert dataclasses.replace(mpi, name=nccl.name, staging=None) == nccl
+    assert dataclasses.replace(FRAMEWORKS["horovod"], name=nccl.name) == nccl and not nccl.staged
+    assert dataclasses.replace(mpi, name=nccl.name, staged=False) == nccl
     assert mpi.per_op == HOROVOD_OP
 
 
@@ -46,12 +48,9 @@ def _cluster(gbits=10):
 @pytest.mark.parametrize("compress", [None, "topk(0.01)", "powersgd"])
 def test_a_free_host_path_gives_horovod_nccl_and_a_real_one_is_slower(compress):
     prof = sim.profile("resnet50", batch=64, device="v100")
-    free_device = dataclasses.replace(DEVICES["v100"], pcie=math.inf)
-    free = Framework("free", HOROVOD_OP, compress_per="tensor", schedule=FRAMEWORKS["horovod"].schedule,
-                     staging=HostStaging(core=math.inf))
     nccl = sim.iteration(prof, _cluster(), framework="horovod-nccl", compress=compress)
-    assert sim.iteration(prof, _cluster(), framework=free, compress=compress, device=free_device).time == \
-        pytest.approx(nccl.time, rel=1e-12)
+    free = sim.iteration(dataclasses.replace(prof, device=FREE), _cluster(), framework="horovod-mpi", compress=compress)
+    assert free.time == pytest.approx(nccl.time, rel=1e-12)
     assert sim.iteration(prof, _cluster(), framework="horovod-mpi", compress=compress).time > nccl.time
 
 

@@ -44,6 +44,9 @@ simulated what-if); every other row's says ``as printed``.
 * Models of :mod:`commlab.parallel.configs` (GPT-3 and the like) do not fit one GPU: their rows
   are the layouts of :func:`commlab.parallel.planner.candidates` that fit in memory (all lossless);
   a model that fits no layout is refused with the memory it would need.
+* A measured profile whose data-parallel worker does not fit the GPU (:func:`.caveats.zero_instead`)
+  gets rows for the ZeRO stages that do (BSP's math, penalty 1; stages 1 and 2 move an all-reduce's
+  bytes, stage 3 1.5 times that), and none for data parallelism.
 
 Not ranked: asynchronous rules (see :mod:`.penalties`), and compression combined with local SGD,
 gossip or a schedule other than WFBP (the penalties are measured for each option alone).
@@ -60,7 +63,7 @@ import torch
 
 from .. import checks
 from .. import compress as compress_pkg
-from .caveats import fits, within_error
+from .caveats import within_error, zero_instead
 from .. import sync as sync_pkg
 from ..arch.algorithms import ALLREDUCES
 from ..parallel import planner
@@ -274,7 +277,7 @@ def advise(model, cluster: Cluster, target: int = 1000, budget: float | None = N
         except ValueError:
             raise ValueError(f"advise: unknown model {model!r}; valid: {', '.join([*BUILTINS, *LARGE])}, "
                              "a profile file (.json) or a Profile") from None
-        stages = fits(profile, memory_gb, cluster.gpus)  # []: a data-parallel worker fits
+        stages = zero_instead(profile, memory_gb, cluster.gpus)  # []: a data-parallel worker fits
         rows = _zero(profile, cluster, target, stages, left_out) if stages else \
             _data_parallel(profile, cluster, target, left_out)
     table = pd.DataFrame(rows)

@@ -7,7 +7,7 @@ measured profile fits the GPU at all.
   ``commlab.sim.grace.summary(grace.compare()).loc["all", "speedup_error"]``;
   tests/test_advisor_caveats.py recomputes it). :func:`within_error` marks each compressed row whose gain
   over the same configuration uncompressed is smaller than that: "measure first".
-* :func:`fits`: a measured profile records what one step holds (:mod:`commlab.sim.step_memory`);
+* :func:`zero_instead`: a measured profile records what one step holds (:mod:`commlab.sim.step_memory`);
   a data-parallel worker holds that with momentum SGD; where it does not fit the GPU, advice ranks
   the ZeRO stages that do (each shards more of the model state over the workers), and where none
   does it is refused with the ways out.
@@ -38,10 +38,10 @@ def within_error(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def fits(profile, memory_gb: float, workers: int = 1) -> list[tuple[int, float]]:
-    """Whether a measured profile's data-parallel worker fits in ``memory_gb``: [] if it does (or
-    the profile recorded no memory), else the ZeRO stages that fit over ``workers`` GPUs as
-    (stage, GB per GPU); refused, with the ways out, when none does."""
+def zero_instead(profile, memory_gb: float, workers: int = 1) -> list[tuple[int, float]]:
+    """The ZeRO stages to rank instead of data parallelism, as (stage, GB per GPU over ``workers``
+    GPUs): [] when a data-parallel worker of the measured profile fits in ``memory_gb`` (or the
+    profile recorded no memory); refused, with the ways out, when no stage fits either."""
     memory = profile.about.get("memory")
     if not memory:
         return []

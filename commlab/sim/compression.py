@@ -39,7 +39,8 @@ compressor's for a flat tensor of n / itemsize elements, exactly. With tensors, 
 carries the same share of the raw bytes as over the whole model (exact for one message, as BSP
 sends, the model's average for a schedule of several). A collective pays the framework's cost per
 operation once (:mod:`commlab.sim.frameworks`), and a framework that stages its collectives through
-host memory (``horovod-mpi``) pays that too (:mod:`commlab.sim.data_path`). One GPU communicates nothing and compresses nothing.
+host memory (``horovod-mpi``) pays that too (:mod:`commlab.sim.data_path`). One GPU communicates
+nothing and compresses nothing.
 """
 from __future__ import annotations
 

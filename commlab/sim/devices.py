@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .. import checks
+from ..net.protocols import COPY_RATE
 from ..schedule.profile import Profile, model_profile
 
 SEQ_LEN = 64  # the survey's BERT sentence length
@@ -77,7 +78,7 @@ class Device:
     launch: float = LAUNCH
     sync: float = SYNC
     select_passes: float = 16.0
-    host_bandwidth: float = 10e9
+    host_bandwidth: float = COPY_RATE  # bytes/s one host core copies
     pcie: float = PCIE[3]  # bytes/s per direction between the GPU and host memory (data sheet)
 
     def __post_init__(self):

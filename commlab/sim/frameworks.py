@@ -16,7 +16,7 @@ quantitative survey's grid (Shi et al., IEEE Network 2021; HKBU-HPML/ddl-benchma
   message: BSP once, WFBP per layer, MG-WFBP per merged group.
 * ``horovod-mpi``: Horovod built without GPU operations, over MPI (Open MPI over TCP), as GRACE
   ran it: the same negotiation, cycle and 1.08 ms per operation, and every collective staged
-  through host memory and reduced by the CPU (:class:`commlab.sim.data_path.HostStaging`: PCIe
+  through host memory and reduced by the CPU (:func:`commlab.sim.data_path.staged_seconds`: PCIe
   both ways, the fusion buffer's copies, the reduction under the wire). No new constant is fitted:
   the staging's are data sheets' and the protocol model's copy rate.
 * ``bytescheduler``: ByteScheduler over Horovod hands Horovod each partition as its own operation
@@ -49,7 +49,8 @@ or their own per-tensor hooks, do the same: ``"tensor"``. DDP's communication ho
 PowerSGD hooks) receive a fused bucket: ``"bucket"``, as does ``ideal``.
 
 Cost of a message of n bytes: ``per_op * ceil(n / partition)`` (``per_op`` once when the framework
-does not partition), beyond its collective's time, staged or not (:meth:`Framework.collective`). :data:`CALIBRATION` lists the cells, so that a test can solve them again.
+does not partition), beyond its collective's time, staged or not (:meth:`Framework.collective`).
+:data:`CALIBRATION` lists the cells, so that a test can solve them again.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ from dataclasses import dataclass
 
 from .. import checks
 from ..spec import COMPRESS_PER
-from .data_path import HostStaging
+from .data_path import staged_seconds
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Framework:
     partition: int | None = None
     compress_per: str = "bucket"
     schedule: str | None = None  # what it runs when no schedule is given (None: one message after backward)
-    staging: HostStaging | None = None  # None: collectives on GPU buffers; else staged through the host
+    staged: bool = False  # False: collectives on GPU buffers; True: staged through host memory
 
     def __post_init__(self):
         checks.choice("compress_per", self.compress_per, COMPRESS_PER)
@@ -88,12 +89,12 @@ class Framework:
         among ``gpus`` ranks on ``device``'s host link: staged or not, plus :meth:`cost`."""
         if gpus == 1:
             return 0.0
-        if self.staging is not None:
+        if self.staged:
             if device is None:
                 raise ValueError(f"framework={self.name!r} stages every collective through host memory over "
                                  "the GPU's PCIe link: give device= (a name of sim.DEVICES or a sim.Device), or "
                                  "a profile made by sim.profile(..., device=...)")
-            wire_s = self.staging.seconds(kind, nbytes, wire_s, gpus, device.pcie)
+            wire_s = staged_seconds(kind, nbytes, wire_s, gpus, device)
         return wire_s + self.cost(nbytes)
 
 
@@ -105,7 +106,7 @@ FRAMEWORKS: dict[str, Framework] = {
     "horovod-nccl": _NCCL,
     "horovod": dataclasses.replace(_NCCL, name="horovod"),  # the survey's Horovod, built with NCCL
     "horovod-mpi": Framework("horovod-mpi", HOROVOD_OP, compress_per="tensor", schedule=HOROVOD_CYCLE,
-                             staging=HostStaging()),
+                             staged=True),
     "bytescheduler": Framework("bytescheduler", HOROVOD_OP, 4_000_000, compress_per="tensor"),
     "byteps": Framework("byteps", 0.565e-3, 4_096_000, compress_per="tensor"),
     "ddp": Framework("ddp", 0.0, schedule="fusion(mb=25)"),

@@ -107,8 +107,8 @@ def testbed(gbits: float) -> Cluster:
 
 def compare(framework="horovod-mpi", **iteration_kw) -> pd.DataFrame:
     """One row per measured cell with a counterpart (``iteration_kw`` go to every
-    :func:`commlab.sim.iteration`, ``compress_costs`` to the compressed cells'): gbits, method, ratio, ef, family, spec,
-    measured and predicted images/s, their error (predicted / measured - 1), and each one's
+    :func:`commlab.sim.iteration`, ``compress_costs`` to the compressed cells' only): gbits,
+    method, ratio, ef, family, spec, measured and predicted images/s, their error (predicted / measured - 1), and each one's
     speedup over the uncompressed run at that bandwidth."""
     cells = grid()
     cells = cells[~cells.method.isin(list(UNMATCHED))]

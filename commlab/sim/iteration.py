@@ -192,10 +192,10 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     if compressor is not None:
         return _compressed(began, profile, cluster, arch, spec, fw, level, compressor, device, compress_costs)
     bytes_time = cluster.comm_time(arch, servers) if on_fabric else closed_forms.comm_time(cluster, arch, servers)
-    if fw.staging is not None and arch != "allreduce":
+    if fw.staged and arch != "allreduce":
         raise ValueError(f"framework={fw.name!r} stages all-reduces through host memory: use arch='allreduce' "
                          f"(got arch={arch!r})")
-    free = (fw.per_op == 0 and fw.staging is None) or cluster.gpus == 1  # one GPU runs no collective
+    free = (fw.per_op == 0 and not fw.staged) or cluster.gpus == 1  # one GPU runs no collective
     dev = profile.device if device is None else get_device(device)
     comm_time = bytes_time if free else (lambda n: fw.collective("allreduce", n, bytes_time(n), cluster.gpus, dev))
     policy = _schedule.get(spec)
@@ -207,7 +207,7 @@ def iteration(profile, cluster: Cluster | Fabric | OnFabric, arch: str | None = 
     if cluster.allreduce == "nccl" and arch == "allreduce":
         raise ValueError("level='message' replays the programs of registered all-reduces, not NCCL's choice; use "
                          f"Cluster(allreduce=...) with one of {', '.join(names('program'))}, or level='closed'")
-    if fw.per_op or fw.staging is not None or arch not in ("allreduce", "ps"):
+    if fw.per_op or fw.staged or arch not in ("allreduce", "ps"):
         raise ValueError(f"level='message' times bytes only: it has no framework costs, no pipelined BytePS and "
                          f"no switch (got framework={fw.name!r}, arch={arch!r}); use level='closed', or "
                          "arch='allreduce'/'ps' with framework='ideal'")
