@@ -51,3 +51,11 @@ def test_unknown_name_lists_every_registered_compressor_and_nothing_planned():
     assert "planned" not in msg
     listed = msg.split("valid: ")[1].split(", ")
     assert listed == COMPRESSORS.names() + ["+ef"] and len(listed) >= 20
+
+
+@pytest.mark.parametrize("spec", ["qsgd", "qsgd(levels=127, coding='bytes')", "signsgd(coding='bytes')",
+                                  "signum(momentum=0.5)", "terngrad(clip=2.5, coding='bytes')",
+                                  "onebit(bucket=100, coding='bytes')+ef", "ef_signsgd(coding='bytes')",
+                                  "powersgd(rank=1, layout='tensorflow')", "topk(0.01)+ef"])
+def test_repr_is_the_spec_with_every_argument_that_differs_from_its_default(spec):
+    assert repr(get(spec)) == spec

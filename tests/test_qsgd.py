@@ -78,7 +78,7 @@ def test_seeded_runs_repeat():
 @pytest.mark.parametrize("spec,message", [
     ("qsgd(levels=0)", r"qsgd: levels=0 is out of range; valid: an integer in 1..1048576"),
     ("qsgd(bucket=0)", r"qsgd: bucket=0 is out of range; valid: an integer >= 1"),
-    ("qsgd(coding='zip')", r"qsgd: coding='zip' is not known; valid: packed, elias"),
+    ("qsgd(coding='zip')", r"qsgd: coding='zip' is not known; valid: packed, elias, bytes"),
     ("qsgd(levels=2.5)", r"levels=2.5"),
 ])
 def test_bad_parameters(spec, message):
@@ -89,3 +89,32 @@ def test_bad_parameters(spec, message):
 def test_registry_spec():
     c = get("qsgd(levels=16, bucket=512)")
     assert (c.levels, c.bucket, c.unbiased, c.aggregation) == (16, 512, True, "gather")
+
+
+@pytest.mark.parametrize("levels,dtype", [(1, torch.int8), (127, torch.int8), (128, torch.int16),
+                                          (300, torch.int16), (32767, torch.int16), (32768, torch.int32)])
+def test_bytes_coding_one_signed_integer_per_coordinate(levels, dtype):
+    """GRACE's coding: sign times level as int8 (s <= 127) or int16, the bucket norms, the same values."""
+    for shape, bucket in [((1000,), 512), ((7, 13), 10), ((5,), 2), ((2048, 3), 1099511627776)]:
+        x, d = sample(shape, 6), math.prod(shape)
+        c = get(f"qsgd(levels={levels}, bucket={bucket}, coding='bytes', seed=5)")
+        p = c.compress(x)
+        signed = p["signed"]
+        assert signed.dtype == dtype and signed.numel() == d and int(signed.abs().max()) <= levels
+        assert bool((signed.view(shape) * torch.sign(x) >= 0).all())
+        assert p["norms"].numel() == -(-d // bucket)  # a bucket >= d: one norm for the tensor, as GRACE's
+        want = header(shape, ["norms", "signed"]) + 4 * -(-d // bucket) + dtype.itemsize * d
+        assert p.nbytes == p.to_bytes().numel() == c.payload_bytes(shape) == want
+        assert c.wire(shape) == (("allgather", want),)
+        assert torch.equal(c.decompress(p), QSGD(levels, bucket, seed=5)(x))  # same seed: the packed values
+
+
+@pytest.mark.parametrize("levels,bucket", [(1, 40), (127, 8), (300, 20)])
+def test_bytes_coding_unbiased_round_trips_and_refusals(levels, bucket):
+    c = QSGD(levels, bucket, coding="bytes", seed=1)
+    assert_unbiased(c, sample((40,)), 20000, batched=True)
+    assert_round_trips(QSGD(levels, bucket, coding="bytes"))
+    assert_refuses_nonfinite(QSGD(levels, bucket, coding="bytes"))
+    assert torch.equal(c(torch.zeros(10)), torch.zeros(10)) and c(torch.zeros(0)).shape == (0,)
+    k = get("qsgd", levels=levels, bucket=bucket, coding="bytes")  # the keyword form builds the same
+    assert (k.levels, k.bucket, k.coding) == (levels, bucket, "bytes")

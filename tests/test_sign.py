@@ -6,7 +6,7 @@ import torch
 from compress_cases import assert_refuses_nonfinite, assert_round_trips, header, sample
 
 from commlab.arch.aggregate import aggregate
-from commlab.compress import get
+from commlab.compress import Payload, get
 from commlab.compress.sign import OneBit, ScaledSign, SignSGD, Signum
 from commlab.runtime import launch
 
@@ -92,3 +92,52 @@ def test_onebit_with_error_feedback_telescopes():
 def test_round_trips_and_refusals(name):
     assert_round_trips(get(name))
     assert_refuses_nonfinite(get(name))
+
+
+@pytest.mark.parametrize("name,parts", [("signsgd", []), ("signum", []), ("scaled_sign", ["scale"]),
+                                        ("ef_signsgd", ["scale"]), ("onebit", ["means"])])
+@pytest.mark.parametrize("shape", [(1,), (9,), (1000,), (3, 7)], ids=str)
+def test_bytes_coding_sends_one_bool_per_sign(name, parts, shape):
+    """GRACE's coding: the same signs (1 = negative), unpacked, and the same decoded values."""
+    packed, unpacked = get(name), get(f"{name}(coding='bytes')")
+    x, d = sample(shape, 2), math.prod(shape)
+    p, q = packed.compress(x, key="w"), unpacked.compress(x, key="w")
+    assert q["signs"].dtype == torch.bool and q["signs"].numel() == d
+    assert torch.equal(q["signs"], packed.base.decompress(p).reshape(-1) < 0)
+    assert p["signs"].dtype == torch.uint8 and p["signs"].numel() == -(-d // 8)  # the default is unchanged
+    extra = {"scale": 4, "means": 8 * -(-d // 512)}
+    want = header(shape, parts + ["signs"]) + sum(extra[k] for k in parts) + d
+    assert q.nbytes == q.to_bytes().numel() == unpacked.payload_bytes(shape) == want
+    assert unpacked.wire(shape) == (("allgather", want),)
+    assert torch.equal(unpacked.base.decompress(q), packed.base.decompress(p))
+    assert torch.equal(unpacked.base.decompress(Payload.from_bytes(q.to_bytes())), packed.base.decompress(p))
+
+
+@pytest.mark.parametrize("name", ["signsgd", "signum", "scaled_sign", "ef_signsgd", "onebit"])
+def test_bytes_coding_round_trips_and_refusals(name):
+    c = get(f"{name}(coding='bytes')")
+    assert c.base.coding == "bytes" and get(name).base.coding == "packed"
+    assert_round_trips(c)
+    assert_refuses_nonfinite(c)
+    k = get(name, coding="bytes")  # the keyword form builds the same compressor
+    assert type(k) is type(c) and repr(k) == repr(c) and k.base.coding == "bytes"
+
+
+def test_bytes_coding_majority_vote_and_onebit_means():
+    c = SignSGD(coding="bytes")
+    xs = [torch.tensor([1.0, 1.0, -1.0, -1.0]), torch.tensor([1.0, -1.0, -1.0, 1.0]),
+          torch.tensor([-1.0, -1.0, -1.0, 1.0])]
+    assert torch.equal(c.combine([c.compress(x) for x in xs]), torch.tensor([1.0, -1.0, -1.0, 1.0]))
+    x = torch.tensor([1.0, 3.0, -2.0, -4.0, 5.0, -1.0, 0.0])
+    assert torch.equal(OneBit(bucket=4, coding="bytes")(x), torch.tensor([2.0, 2.0, -3.0, -3.0, 2.5, -1.0, 2.5]))
+    assert torch.equal(Signum(0.5, coding="bytes")(x, "a"), torch.where(x < 0, -1.0, 1.0))
+    assert torch.allclose(ScaledSign(coding="bytes")(torch.tensor([1.0, -3.0])), torch.tensor([2.0, -2.0]))
+
+
+@pytest.mark.parametrize("spec", ["signsgd(coding='zip')", "signum(coding='bits')", "scaled_sign(coding=1)",
+                                  "ef_signsgd(coding='elias')", "onebit(coding='')"])
+def test_unknown_coding(spec):
+    name, value = spec.split("(")[0], spec.split("coding=")[1][:-1]
+    who = "scaled_sign" if name == "ef_signsgd" else name
+    with pytest.raises(ValueError, match=rf"^{who}: unknown coding {value}; valid: packed, bytes$"):
+        get(spec)

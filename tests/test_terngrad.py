@@ -69,3 +69,40 @@ def test_round_trips_and_refusals():
     assert_round_trips(TernGrad())
     assert_refuses_nonfinite(TernGrad())
     assert torch.equal(TernGrad()(torch.zeros(4)), torch.zeros(4))
+
+
+def test_bytes_coding_one_int8_per_digit():
+    """GRACE's coding: the scaler and one int8 in {-1, 0, +1} per coordinate, the same values."""
+    x = sample((30,))
+    d = assert_unbiased(TernGrad(coding="bytes", seed=1), x, 20000, batched=True)
+    assert set(torch.unique(d / float(x.abs().max())).round().tolist()) <= {-1.0, 0.0, 1.0}
+    for shape in [(1,), (5,), (1000,), (7, 11)]:
+        y = sample(shape, 4)
+        c = get("terngrad(coding='bytes')")
+        p = c.compress(y)
+        digits = p["digits"]
+        assert digits.dtype == torch.int8 and digits.numel() == math.prod(shape)
+        assert set(digits.tolist()) <= {-1, 0, 1} and bool((digits.view(shape) * torch.sign(y) >= 0).all())
+        want = header(shape, ["scale", "digits"]) + 4 + math.prod(shape)
+        assert p.nbytes == p.to_bytes().numel() == c.payload_bytes(shape) == want
+        assert c.wire(shape) == (("allreduce", 4), ("allgather", want))
+        assert torch.equal(c.decompress(p), TernGrad(seed=0)(y))  # same seed: the packed coding's values
+    assert_round_trips(TernGrad(coding="bytes"))
+    assert_refuses_nonfinite(TernGrad(coding="bytes"))
+    assert torch.equal(TernGrad(coding="bytes")(torch.zeros(4)), torch.zeros(4))
+    assert get("terngrad", coding="bytes").coding == "bytes" and TernGrad().coding == "packed"
+
+
+def test_bytes_coding_shares_the_scaler_over_comm():
+    def body(comm):
+        x = torch.full((8,), float(comm.rank + 1)) * torch.tensor([1, -1] * 4)
+        return aggregate(comm, TernGrad(coding="bytes", seed=comm.rank), x)
+    outs = launch(body, 3)
+    for o in outs[1:]:
+        assert torch.equal(o, outs[0])
+    assert set(torch.unique(outs[0]).round().tolist()) <= {-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0}
+
+
+def test_unknown_coding():
+    with pytest.raises(ValueError, match=r"^terngrad: unknown coding 'zip'; valid: packed, bytes$"):
+        get("terngrad(coding='zip')")

@@ -267,5 +267,9 @@ class Compressor:
         the mean (or the signs and their majority vote)."""
         return costs.combine(self.decompress_work(shape), n, self.aggregation == "majority")
 
+    shown: tuple = ()  # (attribute, default) pairs that repr prints where they differ from the default
+
     def __repr__(self) -> str:
-        return self.name
+        """The name, with the arguments in :attr:`shown` that differ from their defaults (a spec of :func:`get`)."""
+        args = [f"{a}={getattr(self, a)!r}" for a, default in self.shown if getattr(self, a) != default]
+        return f"{self.name}({', '.join(args)})" if args else self.name

@@ -128,3 +128,11 @@ class ErrorFeedback(Compressor):
     def reset(self) -> None:
         """Forget every residual (each key starts again from e = 0)."""
         self.residuals.clear()
+
+    def __repr__(self) -> str:
+        """``inner+ef`` as a spec (the inner compressor's arguments shown); a named wrapper
+        (``ef_signsgd``) with its inner arguments."""
+        inner = repr(self.inner)
+        if self.name == f"{self.inner.name}+ef":
+            return f"{inner}+ef"
+        return self.name + inner[len(self.inner.name):]

@@ -15,14 +15,20 @@ in k = 1 + ceil(log2(s + 1)) bits, packed: ``header + 4 ceil(d / b) + ceil(d k /
 ``coding="elias"``: norms, then every level l_i coded as Elias gamma of l_i + 1 (a zero level
 costs 1 bit), then one sign bit per nonzero level (the paper codes nonzero positions and
 levels with Elias codes; this variable-length code wins when most levels are 0 or 1, i.e.
-for small s relative to sqrt(b)). Aggregation "gather": levels of different norms cannot be
-added in compressed form.
+for small s relative to sqrt(b)). ``coding="bytes"``: norms, then every coordinate's sign times
+its level as one integer, int8 for s <= 127, int16 for s <= 32767 (int32 above): ``header +
+4 ceil(d / b) + d`` bytes (2 d, 4 d). GRACE (Xu et al., ICDCS 2021) sends QSGD so (int8 below 128
+levels, 16 bits from there), with one norm per tensor: any ``bucket >= d`` is that (one bucket,
+one norm; ``qsgd(levels=127, bucket=1099511627776, coding='bytes')`` for every tensor). It is
+for a simulator of GRACE's traffic: 8 bits where packing needs 1 + ceil(log2(s + 1)).
+Aggregation "gather": levels of different norms cannot be added in compressed form.
 
 Cost (packed): bucket norms, |x| scaled per bucket, one uniform draw per coordinate (the bulk
 of the time), codes 2 l + sign as uint8, packed as 64-bit words
 (:func:`~commlab.compress.bitpack.pack_bits`); decompress unpacks and looks up +-l / s in a
 table of 2^k entries. Elias coding runs on numpy over the whole stream and is several times
-slower.
+slower. Bytes: the levels cast to the integer, negated where x < 0 (a negation and a select);
+decompress casts them back and divides by s (no table).
 
 Declared (:meth:`QSGD.payload_bytes`, :meth:`QSGD.cost`): packed sizes are exact; an Elias
 payload depends on the levels drawn, given as ``level_counts`` (how many coordinates got each
@@ -47,13 +53,14 @@ from .base import Compressor, Payload, check_int, check_levels, header_bytes, re
 from .cost import FINITE, Cost, KernelWork, tiny
 from .sparse import positions
 
-CODINGS = ("packed", "elias")
+CODINGS = ("packed", "elias", "bytes")
 
 
 class QSGD(Compressor):
     """``QSGD(levels=16, bucket=512, coding="packed", seed=0)``."""
 
     name = "qsgd"
+    shown = (("levels", 16), ("bucket", 512), ("coding", "packed"))
     unbiased = True
     aggregation = "gather"
 
@@ -65,6 +72,7 @@ class QSGD(Compressor):
             raise ValueError(f"{self.name}: coding={coding!r} is not known; valid: {', '.join(CODINGS)}")
         self.coding = coding
         self.bits = 1 + coding_bits(levels)
+        self.signed = torch.int8 if levels <= 127 else torch.int16 if levels <= 32767 else torch.int32  # "bytes"
 
     def theta(self, shape) -> float:
         """The variance factor of Lemma 3.1 (theta in the book's notation) for a tensor of ``shape``:
@@ -93,7 +101,7 @@ class QSGD(Compressor):
 
     def compress(self, t: torch.Tensor, key=None) -> Payload:
         """Bucket norms (fp32) and, per coordinate, the level with its sign: packed fixed-width codes,
-        or Elias gamma levels with signs for the nonzero ones."""
+        Elias gamma levels with signs for the nonzero ones, or one signed integer each ("bytes")."""
         if not t.is_floating_point():
             self.check(t)
         norms, levels, neg = self.quantize(work(t))
@@ -102,6 +110,9 @@ class QSGD(Compressor):
             codes = levels.to(torch.int32 if self.bits > 8 else torch.uint8)  # integers: exact
             codes.mul_(2).add_(neg.view(torch.uint8))  # level and sign bit in one code
             return Payload({"norms": norms, "codes": coding.pack_bits(codes, self.bits)}, t.shape, t.dtype)
+        if self.coding == "bytes":
+            signed = levels.to(self.signed)  # integers: exact
+            return Payload({"norms": norms, "signed": torch.where(neg, -signed, signed)}, t.shape, t.dtype)
         levels = levels.to(torch.int32)
         data, _ = coding.gamma_encode(levels + 1)
         signs = coding.pack_bits(neg.index_select(0, positions(levels > 0)), 1)
@@ -116,6 +127,8 @@ class QSGD(Compressor):
             table = torch.arange(1 << self.bits, device=norms.device)  # code -> +-level / s
             table = ((table >> 1) * (1 - 2 * (table & 1))).to(dtype) / self.levels
             x = coding.unpack_bits(p["codes"], self.bits, d, table)  # table[code]
+        elif "signed" in p.parts:
+            x = p["signed"].to(dtype) / self.levels  # the same values as the packed table's
         else:
             levels = coding.gamma_decode(p["levels"], d).to(norms.device) - 1
             x = levels.to(dtype) / self.levels
@@ -125,11 +138,14 @@ class QSGD(Compressor):
         return restore(bucket_mul_(x, self.bucket, norms), p)
 
     def payload_bytes(self, shape, dtype=torch.float32, *, level_counts=None) -> int:
-        """Exact for packed codes; Elias: from ``level_counts`` (coordinates at each level 0..s),
-        else expected for Gaussian coordinates (rounded to whole bytes)."""
+        """Exact for packed codes and bytes; Elias: from ``level_counts`` (coordinates at each level
+        0..s), else expected for Gaussian coordinates (rounded to whole bytes)."""
         if self.coding == "packed":
             return qsgd_nbytes(shape, self.levels, self.bucket)
         d = math.prod(shape)
+        if self.coding == "bytes":
+            size = self.signed.itemsize
+            return header_bytes(len(shape), ["norms", "signed"]) + 4 * -(-d // self.bucket) + size * d
         if level_counts is None:
             p = rounded_levels(self.levels, self.levels / math.sqrt(min(self.bucket, max(d, 1))), absolute=True)
             level_counts = [d * q for q in p]
@@ -139,7 +155,7 @@ class QSGD(Compressor):
         return head + math.ceil(round(gamma, 6) / 8) + math.ceil(round(signs, 6) / 8)
 
     def cost(self, shape) -> Cost:
-        """Norms, |x| scaled, a draw, floor and clamp; packed codes, or Elias codes on the host."""
+        """Norms, |x| scaled, a draw, floor and clamp; packed codes, signed integers, or Elias codes on the host."""
         d = max(math.prod(shape), 1)
         tail = d % self.bucket != 0
         code = 1 if self.bits <= 8 else 4  # bytes of a code before packing
@@ -156,6 +172,11 @@ class QSGD(Compressor):
                       + KernelWork(2 * code / 4, 1) + KernelWork((2 * code + 1) / 4, 1)  # 2 level + sign
                       + costs.pack_codes(self.bits, d, d, code))
             return Cost(encode, table + scale)
+        if self.coding == "bytes":
+            w = self.signed.itemsize  # bytes of an integer
+            encode = (quantize + KernelWork((4 + w) / 4, 1)  # levels to integers
+                      + KernelWork(2 * w / 4, 1) + KernelWork((1 + 3 * w) / 4, 1))  # negated; where(x < 0, ...)
+            return Cost(encode, KernelWork((w + 4) / 4, 1) + KernelWork(2, 1) + scale)  # to fp32; / s; norms
         nz = 1 - rounded_levels(self.levels, self.levels / math.sqrt(min(self.bucket, d)), absolute=True)[0]
         encode = (quantize + KernelWork(2, 1) + KernelWork(2, 1)  # levels to int32, + 1
                   + KernelWork(1, 1, syncs=2, host=150)  # to the host (and the code back): numpy's Elias gamma
