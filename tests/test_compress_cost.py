@@ -16,7 +16,12 @@ from cost_count import count, encode_decode, gpu_paths
 
 EXTRA = ["topk(0.01)+ef", "topk(0.01)+qsgd(levels=16)", "randk(0.01)+fp16", "threshold+natural", "qsgd(coding='elias')",
          "rotated(coding='packed')", "dgc(0.01, warmup_steps=3)", "qsgd(levels=300)", "onebit+ef", "fp16+ef",
-         "signsgd+ef", "threshold(signs=True)", "powersgd(rank=4)", "qsgd(levels=4, bucket=1000)"]
+         "signsgd+ef", "threshold(signs=True)", "powersgd(rank=4)", "qsgd(levels=4, bucket=1000)",
+         "signsgd(coding='bytes')", "signum(coding='bytes')", "scaled_sign(coding='bytes')", "onebit(coding='bytes')",
+         "ef_signsgd(coding='bytes')", "onebit(bucket=100, coding='bytes')+ef", "terngrad(coding='bytes')",
+         "qsgd(levels=127, coding='bytes')", "qsgd(levels=300, coding='bytes')",
+         "qsgd(levels=127, bucket=1099511627776, coding='bytes')",
+         "powersgd(rank=1, layout='tensorflow')"]
 SPECS = sorted(COMPRESSORS.names()) + EXTRA
 SHAPES = [(37,), (70_001,), (256, 300), (64, 32, 3, 3)]
 HOST_CODED = {"qsgd(coding='elias')", "rotated"}  # numpy entropy coding on the host, by design

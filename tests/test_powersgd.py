@@ -1,9 +1,13 @@
 """PowerSGD: warm-started power iteration converges to the best rank-r approximation, exact
 for rank-r matrices, and the distributed round over Comm equals a single-process reference."""
+import math
+
 import pytest
 import torch
 
-from commlab.compress.matrix import matrix_shape
+from commlab.compress import get
+from commlab.compress.base import header_bytes
+from commlab.compress.matrix import matrix_shape, tf_order
 from commlab.arch.aggregate import aggregate_all
 from commlab.compress.powersgd import PowerSGD
 from commlab.runtime import launch
@@ -127,3 +131,84 @@ def test_large_vector_is_viewed_as_a_near_square_matrix():
     p = c.compress(x)
     assert p["p"].numel() == 4 * 1000 and p["q"].numel() == 4 * 1000
     assert c.decompress(p).shape == x.shape
+
+
+# ----------------------------------------------------------------------------- layout="tensorflow"
+def _tf_low_rank(shape, r, seed=0):
+    """A tensor of PyTorch's ``shape`` whose matrix view in TensorFlow's layout has rank r."""
+    c = PowerSGD(rank=r, layout="tensorflow")
+    tf_shape = c.view_shape(shape)
+    if math.prod(shape) < 1 << 16 and len(shape) < 2:  # no matrix view: any tensor
+        return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    m = tf_shape[0] if len(shape) >= 2 else 256
+    M = _low_rank(m, math.prod(shape) // m, [3.0, 2.0, 1.0][:r], seed)
+    if len(shape) < 2:
+        return M.reshape(shape)
+    back = tuple(tf_order(len(shape)).index(i) for i in range(len(shape)))
+    return M.reshape(tf_shape).permute(back).contiguous()
+
+
+def test_tensorflow_layout_views_the_tensor_as_tensorflow_holds_it():
+    tf, pt = PowerSGD(rank=1, layout="tensorflow"), PowerSGD(rank=1)
+    assert tf.view_shape((64, 32, 3, 3)) == (3, 3, 32, 64) and tf.view_shape((10, 300)) == (300, 10)
+    assert tf.view_shape((8, 4, 5)) == (5, 4, 8) and tf.view_shape((37,)) == (37,)
+    assert tf.plan((64, 32, 3, 3)) == (3, 3 * 32 * 64, 1, False)  # rows: the kernel's height
+    assert pt.plan((64, 32, 3, 3)) == (64, 32 * 9, 1, False)
+    assert tf.plan((10, 300)) == (300, 10, 1, False)  # a Linear's rows: its inputs
+    assert tf.plan((64, 64, 1, 1)) is None and pt.plan((64, 64, 1, 1)) is not None  # 1 x 4096: raw
+    assert tf.plan((70_001,)) == pt.plan((70_001,)) and tf.plan((37,)) is None  # 1-D as before
+
+
+def test_tensorflow_layout_wire_and_payload_bytes():
+    c = PowerSGD(rank=1, layout="tensorflow")
+    assert c.wire((64, 64, 1, 1)) == (("allreduce", 4 * 64 * 64),)  # raw
+    assert c.payload_bytes((64, 64, 1, 1)) == header_bytes(4, ["raw"]) + 4 * 64 * 64
+    assert c.wire((64, 32, 3, 3)) == (("allreduce", 4 * 3), ("allreduce", 4 * 3 * 32 * 64))
+    assert c.payload_bytes((64, 32, 3, 3)) == header_bytes(4, ["p", "q"]) + 4 * (3 + 3 * 32 * 64)
+    assert c.wire((10, 300), torch.float16) == (("allreduce", 2 * 300), ("allreduce", 2 * 10))
+    for shape in [(64, 32, 3, 3), (64, 64, 1, 1), (10, 300), (8, 4, 5), (37,)]:
+        for dtype in (torch.float32, torch.float16):
+            assert c.compress(torch.randn(shape).to(dtype)).nbytes == c.payload_bytes(shape, dtype), (shape, dtype)
+
+
+@pytest.mark.parametrize("shape", [(16, 8, 3, 3), (8, 4, 5), (30, 40), (1 << 16,), (37,)], ids=str)
+def test_tensorflow_layout_is_exact_for_a_low_rank_view(shape):
+    r = 2
+    x = _tf_low_rank(shape, r)
+    c = PowerSGD(rank=r, layout="tensorflow")
+    p = c.compress(x, key="w")
+    assert ("raw" in p.parts) == (len(shape) == 1 and shape[0] < 1 << 16)
+    y = c.decompress(p)
+    assert y.shape == x.shape and y.dtype == x.dtype and y.is_contiguous()
+    assert torch.allclose(y, x, atol=1e-10)
+    assert torch.allclose(c(x, key="v"), x, atol=1e-10)
+    bias = torch.arange(5.0, dtype=x.dtype)  # raw, in the first all-reduce
+    out = PowerSGD(rank=r, layout="tensorflow").aggregate([x, bias], ["w", "b"], lambda buf: buf, 1)
+    assert out[0].shape == x.shape and torch.allclose(out[0], x, atol=1e-10) and torch.equal(out[1], bias)
+    if len(shape) > 2:  # PyTorch's view of the same tensor is not of rank r (a 2-D one is, transposed)
+        assert not torch.allclose(PowerSGD(rank=r)(x), x, atol=1e-3)
+
+
+def test_tensorflow_layout_error_feedback_keeps_what_was_not_sent():
+    g = torch.Generator().manual_seed(2)
+    c = PowerSGD(rank=1, layout="tensorflow")
+    total_in, total_out = torch.zeros(6, 4, 3, 3, dtype=torch.float64), torch.zeros(6, 4, 3, 3, dtype=torch.float64)
+    for _ in range(4):
+        x = torch.randn(6, 4, 3, 3, generator=g, dtype=torch.float64)
+        total_in += x
+        total_out += c(x, key="w")
+    residual = c.tensor(c.state["w"]["e"], (6, 4, 3, 3), torch.float64)  # kept as the 3 x 72 matrix
+    assert c.state["w"]["e"].shape == (3, 72) and torch.allclose(total_out + residual, total_in, atol=1e-10)
+
+
+def test_layout_is_checked_and_printed():
+    with pytest.raises(ValueError, match=r"powersgd: unknown layout 'tf'; valid: pytorch, tensorflow"):
+        PowerSGD(layout="tf")
+    with pytest.raises(ValueError, match="unknown layout 'NCHW'"):
+        get("powersgd(rank=1, layout='NCHW')")
+    spec = "powersgd(rank=1, layout='tensorflow')"
+    c = get(spec)
+    assert isinstance(c, PowerSGD) and c.layout == "tensorflow" and c.rank == 1
+    assert repr(c) == spec and repr(get(repr(c))) == spec
+    assert repr(get("powersgd(rank=2)")) == "powersgd(rank=2)" and get("powersgd").layout == "pytorch"
+    assert PowerSGD(2, True, True, 1 << 16, 0, "tensorflow").layout == "tensorflow"

@@ -35,6 +35,14 @@ Declared: ``wire`` is the two all-reduces, P (m r values) then Q (n r values), o
 raw tensor; ``cost`` on a GPU: M = g + e copied (5 passes), the three products M Q, M^T P and
 the error M - P Q^T (4 passes, 6 r m n flops) and the QR of P; decode one product (1 pass,
 2 r m n flops).
+
+``layout="tensorflow"`` (``powersgd(rank=1, layout='tensorflow')``) views each tensor as GRACE's
+TensorFlow PowerSGD does (Xu et al., ICDCS 2021; sands-lab/grace): reshaped to (shape[0], -1) of
+TensorFlow's layout, [kh, kw, cin, cout] for a convolution, [in, out] for a Linear, so m = kh
+(or in) and n = d / m (:mod:`commlab.compress.matrix`). A 3x3 convolution of rank r then sends
+r (3 + d / 3) values instead of r (cout + d / cout): a third of the tensor at rank 1; a 1x1
+convolution (m = 1) goes raw, d values, where GRACE sends d + 1. The tensor is permuted into
+that layout in the copy that makes M (no extra cost) and back in decode (one more copy, 2 passes).
 """
 from __future__ import annotations
 
@@ -45,7 +53,7 @@ import torch
 
 from .base import Payload
 from .cost import CHECK, Cost, KernelWork
-from .matrix import MIN_VECTOR, LowRank, from_matrix
+from .matrix import MIN_VECTOR, LowRank
 
 
 def orthonormalize(P: torch.Tensor) -> torch.Tensor:
@@ -55,7 +63,8 @@ def orthonormalize(P: torch.Tensor) -> torch.Tensor:
 
 class PowerSGD(LowRank):
     """``PowerSGD(rank=2)``: rank-r power-iteration compression with error feedback and warm
-    start, state per key. Every rank needs the same ``seed`` (the first Q)."""
+    start, state per key. Every rank needs the same ``seed`` (the first Q). ``layout``
+    "tensorflow" takes the matrix view of TensorFlow's layout, as GRACE's PowerSGD does."""
 
     name = "powersgd"
     whole_tensors = True  # each weight is one matrix M = P Q^T
@@ -65,8 +74,8 @@ class PowerSGD(LowRank):
     factors = ("p", "q")  # P^ and Q, sent transposed: r x m and r x n
 
     def __init__(self, rank: int = 2, error_feedback: bool = True, warm_start: bool = True,
-                 min_vector: int = MIN_VECTOR, seed: int = 0):
-        super().__init__(rank, min_vector, seed)
+                 min_vector: int = MIN_VECTOR, seed: int = 0, layout: str = "pytorch"):
+        super().__init__(rank, min_vector, seed, layout)
         self.error_feedback = bool(error_feedback)
         self.warm_start = bool(warm_start)
         self.state: dict = {}  # key -> {"q": Q, "e": error}
@@ -140,7 +149,7 @@ class PowerSGD(LowRank):
         q_means = mean(q_locals)
         for i, p_hat, q_local, q_mean in zip(low, p_hats, q_locals, q_means):
             self._finish(keys[i], jobs[i][0], p_hat, q_local, q_mean)
-            out[i] = from_matrix(torch.mm(p_hat, q_mean.T), tensors[i].shape, tensors[i].dtype)
+            out[i] = self.tensor(torch.mm(p_hat, q_mean.T), tensors[i].shape, tensors[i].dtype)
         return out
 
     def wire(self, shape, dtype=torch.float32) -> tuple:
@@ -173,7 +182,7 @@ class PowerSGD(LowRank):
         self.state.clear()
 
     def __repr__(self) -> str:
-        return f"powersgd(rank={self.rank})"
+        return f"powersgd(rank={self.rank}{'' if self.layout == 'pytorch' else f', layout={self.layout!r}'})"
 
 
 def _mean_over_ranks(parts, sum_over_ranks, world_size: int, wire):
