@@ -33,8 +33,13 @@ def test_methods_map_to_ours_as_stated():
     assert grace.spec_of("randomk", 0.25, False) == ("randk(0.25)", "")
     assert grace.spec_of("dgc", 0.1, True) == ("dgc(ratio=0.1)", "")   # DGC keeps its own residual
     spec, note = grace.spec_of("terngrad", float("nan"), True)
-    assert spec == "terngrad" and note.startswith("error feedback not modelled")
+    assert spec == "terngrad(coding='bytes')" and note.startswith("error feedback not modelled")
     assert grace.spec_of("none", float("nan"), None) == (None, "")
+    # as GRACE's code sends them: a byte per sign, PowerSGD at rank 1 on TensorFlow's layout
+    assert grace.spec_of("signsgd", float("nan"), True) == ("signsgd(coding='bytes')+ef", "")
+    assert grace.spec_of("onebit", float("nan"), True) == ("onebit(coding='bytes')+ef", "")
+    assert grace.spec_of("powersgd", float("nan"), True) == ("powersgd(rank=1, layout='tensorflow')", "")
+    assert grace.spec_of("signsgd", float("nan"), False, grace.LIBRARY_SPECS) == ("signsgd", "")
     with pytest.raises(KeyError):
         grace.spec_of("sketch", float("nan"), False)
 

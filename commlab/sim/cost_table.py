@@ -47,8 +47,10 @@ class CostTable:
 
     @classmethod
     def load(cls, spec) -> "CostTable":
-        """A CostTable from itself, a dict in the module's form, or the path of such a JSON file."""
-        if isinstance(spec, CostTable):
+        """A CostTable from itself, a dict in the module's form, or the path of such a JSON file; an
+        object that times like one (``entry`` and ``timer``: :class:`commlab.sim.grace_costs.GraceCosts`)
+        as it is."""
+        if isinstance(spec, CostTable) or (hasattr(spec, "entry") and hasattr(spec, "timer")):
             return spec
         if isinstance(spec, dict):
             return cls(spec)
@@ -76,8 +78,9 @@ class CostTable:
         n, e, d = self.rows[self.entry(name)[0]]
         return _at(n, e, numel), _at(n, d, numel)
 
-    def timer(self, workers_note: str = ""):
-        """``timer(compressor, shape, workers) -> (encode, decode)`` for :mod:`commlab.sim.compression`."""
+    def timer(self, device=None):
+        """``timer(compressor, shape, workers) -> (encode, decode)`` for :mod:`commlab.sim.compression`
+        (``device`` is not used: the table measured its own)."""
         def timer(compressor, shape, workers):
             encode, decode = self.seconds(compressor.name, math.prod(shape))
             gathers = any(kind == "allgather" for kind, _ in compressor.wire(tuple(shape)))

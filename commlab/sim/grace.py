@@ -17,6 +17,22 @@ host memory: :mod:`commlab.sim.data_path`; ``framework="horovod-nccl"`` gives th
 without the staging), each compressor as :data:`SPECS` maps GRACE's
 method to ours ("+ef" where GRACE ran with its memory and ours has none of its own). GRACE's
 methods without a counterpart here (:data:`UNMATCHED`) are left out, and said so.
+
+**What GRACE's code sends** (:data:`SPECS`). The mapping follows GRACE's TensorFlow compressors
+(sands-lab/grace, ``grace_dl/tensorflow/compressor``), not this library's defaults:
+
+* signSGD, signum, EF-signSGD and 1-bit SGD send ``tensor >= 0`` as a bool, TernGrad an int8 and
+  QSGD (``quantum_num`` 127) an int8 per coordinate: ``coding="bytes"``, 8 bits where ours pack 1
+  or a few;
+* PowerSGD runs at rank 1 (GRACE's ``compress_rank``) on ``tf.reshape(tensor, [shape[0], -1])``,
+  and TensorFlow holds a conv kernel as [kh, kw, cin, cout]: a 3x3 kernel becomes a 3-row matrix
+  and a 1x1 kernel a single row, so "rank 1" sends a third of a 3x3 kernel and all of a 1x1
+  (``layout="tensorflow"``): ResNet-50's 102 MB become about 64 MB, not 1 MB;
+* natural compression sends 8 bits where ours send 9, and 1-bit SGD's means are per tensor where
+  ours are per 512 values: left as they are, differences of 1/9 and 1/64 of the bytes.
+
+:data:`LIBRARY_SPECS` maps the same methods to this library's compressors at their defaults, as
+the model did before it read GRACE's code: ``compare(specs=grace.LIBRARY_SPECS)``.
 :func:`summary` gives the median error per bandwidth and per family, how often the model is right
 about whether a compressor is faster than none at that bandwidth, and the measured rank of the
 compressor the model ranks first.
@@ -34,14 +50,24 @@ from ..compress import get
 from ..net import protocols
 from .cluster import Cluster
 from .devices import DEVICES, profile
+from .grace_costs import GraceCosts
 from .iteration import iteration
 
 PATH = os.path.join(os.path.dirname(__file__), "grace_resnet50_8workers.json")
 BATCH, WORKERS = 64, 8
-SPECS = {"topk": "topk({ratio})", "randomk": "randk({ratio})", "dgc": "dgc(ratio={ratio})", "qsgd": "qsgd",
-         "terngrad": "terngrad", "natural": "natural", "signsgd": "signsgd", "signum": "signum",
-         "efsignsgd": "ef_signsgd", "onebit": "onebit", "powersgd": "powersgd", "threshold": "threshold(0.01)"}
-OWN_MEMORY = ("dgc", "efsignsgd", "onebit", "powersgd")  # ours keeps its residual (or momentum) itself
+# each GRACE method as GRACE's TensorFlow code sends it (sands-lab/grace, grace_dl/tensorflow/compressor):
+# one byte per sign or level, PowerSGD at rank 1 on TensorFlow's layout of a kernel (module doc)
+SPECS = {"topk": "topk({ratio})", "randomk": "randk({ratio})", "dgc": "dgc(ratio={ratio})",
+         "qsgd": "qsgd(levels=127, coding='bytes')", "terngrad": "terngrad(coding='bytes')", "natural": "natural",
+         "signsgd": "signsgd(coding='bytes')", "signum": "signum(coding='bytes')",
+         "efsignsgd": "scaled_sign(coding='bytes')+ef", "onebit": "onebit(coding='bytes')",
+         "powersgd": "powersgd(rank=1, layout='tensorflow')", "threshold": "threshold(0.01)"}
+# the same methods as this library's compressors send them at their defaults: bits packed, PowerSGD's
+# rank 2 on PyTorch's layout (what the model compared before it read GRACE's code)
+LIBRARY_SPECS = {**SPECS, "qsgd": "qsgd", "terngrad": "terngrad", "signsgd": "signsgd", "signum": "signum",
+                 "efsignsgd": "ef_signsgd", "onebit": "onebit", "powersgd": "powersgd"}
+OWN_MEMORY = ("dgc", "efsignsgd", "powersgd")  # ours keeps its residual (or momentum) itself
+GRACE = GraceCosts()  # timed on the profile's device: the V100
 UNMATCHED = {"8bit": "8-bit quantization with its own codebook", "adaq": "adaptive quantization",
              "inceptionn": "INCEPTIONN's lossy float coding", "sketch": "count-sketch quantization"}
 FAMILY = {"topk": "sparsification", "randomk": "sparsification", "dgc": "sparsification",
@@ -78,12 +104,12 @@ def single() -> float:
     return next(r["throughput"] for r in _doc()["runs"] if r["workers"] == 1)
 
 
-def spec_of(method: str, ratio, ef) -> tuple[str | None, str]:
-    """(our compressor for GRACE's ``method``, None for "none"; a note where it differs from
-    GRACE's run); KeyError for :data:`UNMATCHED`."""
+def spec_of(method: str, ratio, ef, specs=None) -> tuple[str | None, str]:
+    """(our compressor for GRACE's ``method`` by ``specs`` (default :data:`SPECS`), None for
+    "none"; a note where it differs from GRACE's run); KeyError for :data:`UNMATCHED`."""
     if method == "none":
         return None, ""
-    spec = SPECS[method].format(ratio=f"{ratio:g}" if ratio == ratio and ratio is not None else "")
+    spec = (SPECS if specs is None else specs)[method].format(ratio=f"{ratio:g}" if ratio == ratio and ratio is not None else "")
     if ef is not True or method in OWN_MEMORY:
         return spec, ""
     try:
@@ -105,19 +131,24 @@ def testbed(gbits: float) -> Cluster:
     return Cluster(WORKERS, 1, inter=protocols.tcp(gbits).link())
 
 
-def compare(framework="horovod-mpi", **iteration_kw) -> pd.DataFrame:
-    """One row per measured cell with a counterpart (``iteration_kw`` go to every
-    :func:`commlab.sim.iteration`, ``compress_costs`` to the compressed cells' only): gbits,
-    method, ratio, ef, family, spec, measured and predicted images/s, their error (predicted / measured - 1), and each one's
-    speedup over the uncompressed run at that bandwidth."""
+def compare(framework="horovod-mpi", specs=None, compress_costs=GRACE, **iteration_kw) -> pd.DataFrame:
+    """One row per measured cell with a counterpart: gbits, method, ratio, ef, family, spec,
+    measured and predicted images/s, their error (predicted / measured - 1), and each one's
+    speedup over the uncompressed run at that bandwidth.
+
+    ``specs``: how each GRACE method maps to ours (default :data:`SPECS`, as GRACE's code sends
+    it; :data:`LIBRARY_SPECS`, as this library does); ``compress_costs``: what times the
+    compressed cells' arithmetic (default GRACE's TensorFlow compressors as counted by
+    :class:`commlab.sim.grace_costs.GraceCosts`; None, this library's declarations; or a measured
+    table); ``iteration_kw`` go to every :func:`commlab.sim.iteration`."""
     cells = grid()
     cells = cells[~cells.method.isin(list(UNMATCHED))]
     prof = v100_profile()
     rows = []
     for c in cells.itertuples():
-        spec, note = spec_of(c.method, c.ratio, c.ef)
-        kw = iteration_kw if spec else {k: v for k, v in iteration_kw.items() if k != "compress_costs"}
-        it = iteration(prof, testbed(c.gbits), compress=spec, framework=framework, **kw)
+        spec, note = spec_of(c.method, c.ratio, c.ef, specs)
+        costs = {} if spec is None else {"compress_costs": compress_costs}
+        it = iteration(prof, testbed(c.gbits), compress=spec, framework=framework, **costs, **iteration_kw)
         rows.append(dict(gbits=c.gbits, method=c.method, ratio=c.ratio, ef=c.ef, family=FAMILY[c.method],
                          spec=spec or "none", note=note, measured=c.images_per_s, predicted=it.throughput))
     table = pd.DataFrame(rows)

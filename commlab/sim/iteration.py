@@ -233,7 +233,7 @@ def _compressed(began, profile, cluster, arch, spec, fw, level, compressor, devi
     if costs is not None:
         table = CostTable.load(costs)
         table.entry(compressor.name)  # a compressor the table lacks is refused before anything runs
-        timer = table.timer()
+        timer = table.timer(dev)
     else:
         timer = compression.declared(dev)
     policy = _schedule.get(spec)
