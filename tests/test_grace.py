@@ -58,3 +58,11 @@ def test_every_matched_cell_is_predicted_and_summarised(table):
     assert summary.loc["all", "right_side"] == right
     assert 0 < summary.loc[10.0, "its_measured_share"] <= 1
     assert set(grace.by_family(table).index) == {"sparsification", "quantization", "sign", "low rank"}
+
+
+def test_a_second_interface_is_a_hypothesis_said_as_one():
+    from commlab.net import protocols
+    assert grace.testbed(1.0).inter.beta == protocols.tcp(1.0).link().beta          # the model: one interface
+    assert grace.testbed(1.0, 1.0).inter.beta == protocols.tcp(2.0).link().beta     # striped over two
+    none = lambda t: t[(t.method == "none") & (t.gbits == 1.0)].predicted.iloc[0]  # noqa: E731
+    assert none(grace.compare(second_gbits=1.0)) > 1.5 * none(grace.compare())

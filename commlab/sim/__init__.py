@@ -21,7 +21,9 @@ operators do, :mod:`.op_trace`, and the step's memory, :mod:`.step_memory`), :mo
 :mod:`.programs` (every point-to-point message of a collective), :mod:`.frameworks` (what
 Horovod, ByteScheduler and BytePS add per operation), :mod:`.iteration`, :mod:`.survey` (the
 simulator against the quantitative survey's measured grid), :mod:`.grace` (the compression model
-against GRACE's measured ResNet-50 grid);
+against GRACE's measured ResNet-50 grid) with :mod:`.grace_costs` (GRACE's compressors' operations,
+counted from its code), :mod:`.cost_table` (an implementation's measured costs) and
+:mod:`.data_path` (collectives staged through host memory);
 :mod:`.fabric` (switch fabrics as graphs: fat-tree with oversubscription, BCube, 2-D torus; ECMP
 routes) and :mod:`.flows` (flow-level simulation: max-min fair sharing of links, re-solved at
 every flow's start and end), :mod:`.gpu_fabric` (GPU clusters: NVSwitch or PCIe nodes, rails or

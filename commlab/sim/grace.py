@@ -15,8 +15,10 @@ step; nothing multi-worker enters): 8 nodes of one V100, TCP at the cell's rate
 compressed on its own, Horovod's cost per operation and its cycle, every collective staged through
 host memory: :mod:`commlab.sim.data_path`; ``framework="horovod-nccl"`` gives the same model
 without the staging), each compressor as :data:`SPECS` maps GRACE's
-method to ours ("+ef" where GRACE ran with its memory and ours has none of its own). GRACE's
-methods without a counterpart here (:data:`UNMATCHED`) are left out, and said so.
+method to ours ("+ef" where GRACE ran with its memory and ours has none of its own), its
+arithmetic timed as GRACE's TensorFlow operations, counted from its code
+(:class:`commlab.sim.grace_costs.GraceCosts`, :data:`GRACE`). GRACE's methods without a
+counterpart here (:data:`UNMATCHED`) are left out, and said so.
 
 **What GRACE's code sends** (:data:`SPECS`). The mapping follows GRACE's TensorFlow compressors
 (sands-lab/grace, ``grace_dl/tensorflow/compressor``), not this library's defaults:
@@ -109,7 +111,8 @@ def spec_of(method: str, ratio, ef, specs=None) -> tuple[str | None, str]:
     "none"; a note where it differs from GRACE's run); KeyError for :data:`UNMATCHED`."""
     if method == "none":
         return None, ""
-    spec = (SPECS if specs is None else specs)[method].format(ratio=f"{ratio:g}" if ratio == ratio and ratio is not None else "")
+    ratio = f"{ratio:g}" if ratio == ratio and ratio is not None else ""
+    spec = (SPECS if specs is None else specs)[method].format(ratio=ratio)
     if ef is not True or method in OWN_MEMORY:
         return spec, ""
     try:
@@ -126,12 +129,16 @@ def v100_profile():
     return profile("resnet50", batch=BATCH, device=v100)
 
 
-def testbed(gbits: float) -> Cluster:
-    """GRACE's cluster: 8 nodes of one GPU, TCP over Ethernet at ``gbits``."""
-    return Cluster(WORKERS, 1, inter=protocols.tcp(gbits).link())
+def testbed(gbits: float, second_gbits: float = 0.0) -> Cluster:
+    """GRACE's cluster: 8 nodes of one GPU, TCP over Ethernet at ``gbits``. ``second_gbits``: a
+    second interface per node that Open MPI would stripe over as well (its TCP transport uses every
+    interface that is up unless told otherwise), as one link of the summed rate: a hypothesis
+    about GRACE's nodes, not part of the model (0, the default: none)."""
+    return Cluster(WORKERS, 1, inter=protocols.tcp(gbits + second_gbits).link())
 
 
-def compare(framework="horovod-mpi", specs=None, compress_costs=GRACE, **iteration_kw) -> pd.DataFrame:
+def compare(framework="horovod-mpi", specs=None, compress_costs=GRACE, second_gbits=0.0,
+            **iteration_kw) -> pd.DataFrame:
     """One row per measured cell with a counterpart: gbits, method, ratio, ef, family, spec,
     measured and predicted images/s, their error (predicted / measured - 1), and each one's
     speedup over the uncompressed run at that bandwidth.
@@ -140,7 +147,8 @@ def compare(framework="horovod-mpi", specs=None, compress_costs=GRACE, **iterati
     it; :data:`LIBRARY_SPECS`, as this library does); ``compress_costs``: what times the
     compressed cells' arithmetic (default GRACE's TensorFlow compressors as counted by
     :class:`commlab.sim.grace_costs.GraceCosts`; None, this library's declarations; or a measured
-    table); ``iteration_kw`` go to every :func:`commlab.sim.iteration`."""
+    table); ``second_gbits``: :func:`testbed`'s hypothesis; ``iteration_kw`` go to every
+    :func:`commlab.sim.iteration`."""
     cells = grid()
     cells = cells[~cells.method.isin(list(UNMATCHED))]
     prof = v100_profile()
@@ -148,7 +156,8 @@ def compare(framework="horovod-mpi", specs=None, compress_costs=GRACE, **iterati
     for c in cells.itertuples():
         spec, note = spec_of(c.method, c.ratio, c.ef, specs)
         costs = {} if spec is None else {"compress_costs": compress_costs}
-        it = iteration(prof, testbed(c.gbits), compress=spec, framework=framework, **costs, **iteration_kw)
+        it = iteration(prof, testbed(c.gbits, second_gbits), compress=spec, framework=framework, **costs,
+                       **iteration_kw)
         rows.append(dict(gbits=c.gbits, method=c.method, ratio=c.ratio, ef=c.ef, family=FAMILY[c.method],
                          spec=spec or "none", note=note, measured=c.images_per_s, predicted=it.throughput))
     table = pd.DataFrame(rows)
