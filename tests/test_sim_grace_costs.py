@@ -1,7 +1,8 @@
 """commlab.sim.grace_costs: GRACE's TensorFlow compressors counted from its code. Oracles: the
 device's closed form for a one-operation encode, the structure of GRACE's communicators (an
 all-gather decodes every rank's payload and adds them, an all-reduce decodes once), its memories
-(the residual decompresses its own payload again), its host round trips (tf.where, DGC's loop),
+(the residual decompresses its own payload again), its host round trips (tf.where, DGC's loop,
+TensorFlow's QR on the host),
 and DGC's threshold search worked by hand."""
 import math
 
@@ -41,6 +42,9 @@ def test_grace_checks_nothing_and_waits_only_where_tensorflow_must():
                  "terngrad(coding='bytes')", "natural", "powersgd(rank=1, layout='tensorflow')"):
         encode, decode = work(spec)
         assert encode.syncs == decode.syncs == 0, spec
+    # TensorFlow 1.15 runs tf.linalg.qr on the host: each of a matrix's two QRs is a round trip
+    encode, _ = work("powersgd(rank=1, layout='tensorflow')", (256, 64, 3, 3))
+    assert encode.syncs == 2 and encode.host == 6 * (3 + 3 * 64 * 256) / (256 * 64 * 9)
     assert work("threshold(0.01)")[0].syncs == 1  # tf.where learns its size on the host
     assert work("onebit(coding='bytes')")[0].syncs == 2  # two boolean masks
     assert work("dgc(ratio=0.01)", (1 << 20,))[0].syncs == 2 + 1  # the loop's predicate, tf.cond, tf.where

@@ -21,10 +21,12 @@ per TensorFlow operation that launches a GPU kernel, read off their code and not
   its own payload again to keep ``tensor - decompressed``; DGC's momentum and masks, EF-signSGD's
   and PowerSGD's own, as their memory classes do;
 * **PowerSGD** on TensorFlow's layout of a kernel (``layout="tensorflow"``,
-  :mod:`commlab.compress.matrix`), rank 1: a QR of Q and of P per matrix
-  (``tf.linalg.qr``, counted as :data:`QR_LAUNCHES` kernels: cuSOLVER's geqrf and orgqr and the
-  transposes around them), three products, the momentum GRACE updates twice, once in its
-  memory's update and once in the final decompress.
+  :mod:`commlab.compress.matrix`), rank 1: a QR of Q and of P per matrix, three products, the
+  momentum GRACE updates twice, once in its memory's update and once in the final decompress.
+  TensorFlow (GRACE's environment is 1.15) registers ``tf.linalg.qr``'s GPU kernel with its input
+  and outputs in host memory (``qr_op_float.cc``: the cuSOLVER kernel was disabled in 2018 for a
+  bug), so each QR is a round trip: the matrix down to the host, Eigen's Householder QR on a core,
+  Q back up (:func:`host_qr`). Even 1x1 kernels, which this library would send raw, go through it.
 
 Grappler's constant folding drops GRACE's multiplications by 1.0; common subexpressions (the
 same ``abs``, the same ``tf.where``) count once. Each kernel is charged the device's ``launch``;
@@ -44,7 +46,7 @@ from ..compress.cost import NONE, KernelWork
 from ..compress.matrix import tf_order
 from ..compress.threshold import KEPT
 
-QR_LAUNCHES = 12  # tf.linalg.qr of a thin matrix on a GPU: transposes, geqrf, orgqr (counted, not measured)
+QR_HOST_PASSES = 6  # a thin QR on the host: the matrix down, its norm, the scaling, Q formed, Q up (counted)
 SYNC = KernelWork(syncs=1)
 MAX_ROUNDS = 20  # GRACE's DGC: tf.while_loop(..., maximum_iterations=20)
 
@@ -158,6 +160,12 @@ def onebit(d, f, c):
     return encode, op() + op(1.25) + op(2) + op(2) + op(2) + op(3), 0.5  # split, cast, *, 1 -, *, +
 
 
+def host_qr(rows: int, d: int) -> KernelWork:
+    """``tf.linalg.qr`` of a rows x 1 matrix in TensorFlow 1.15: a host round trip, and
+    :data:`QR_HOST_PASSES` passes of the matrix through host memory (in passes over d)."""
+    return SYNC + KernelWork(host=QR_HOST_PASSES * rows / d)
+
+
 def powersgd(d, f, c, shape=None):
     shape = tuple(shape or (d,))
     if len(shape) < 2:  # sent whole: all-reduced and divided by the workers
@@ -165,9 +173,8 @@ def powersgd(d, f, c, shape=None):
     n = shape[tf_order(len(shape))[0]]  # the rows of tf.reshape(kernel, [shape[0], -1]) in TensorFlow's layout
     m = d // n
     product, small = 2 * n * m, (n + m) / d
-    qr = KernelWork(2 * small, QR_LAUNCHES)
-    encode = (op(3) + qr + op(1, flops=product) + op(small) + qr + op(1, flops=product) + op(small)
-              + op(small))  # + residual, QR(Q), M Q, / N, QR(P), M^T P, / N, assign Q
+    encode = (op(3) + host_qr(m, d) + op(1, flops=product) + op(small) + host_qr(n, d) + op(1, flops=product)
+              + op(small) + op(small))  # + residual, QR(Q), M Q, / N, QR(P), M^T P, / N, assign Q
     decompress = op(1, flops=product) + op(2) + op(2) + op(3) + op(2) + op(3)  # P Q^T, momentum, assign, +
     return encode + decompress + op(3) + op(2), decompress, None  # the memory's update: its own decompress
 
