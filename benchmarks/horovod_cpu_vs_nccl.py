@@ -11,7 +11,7 @@ reduced by MPI) and "TCP Horovod on GPU (NCCL)", training Inception V3, ResNet-1
 nodes; those settings, not stated with the table itself, are this script's assumption.
 
 For ResNet-101 and VGG-16 (built here on the meta device; Inception V3 is not), the simulator
-predicts each build's throughput with ``framework="horovod-mpi"`` and ``"horovod-nccl"``, the
+predicts each build's throughput with ``framework="horovod-cpu"`` and ``"horovod-nccl"``, the
 profile scaled to the README's single-GPU rate, and the script prints the ratio CPU / NCCL
 beside the README's. Nothing here is fitted to the table.
 """
@@ -56,7 +56,7 @@ def main() -> None:
         # the V100 entry for its PCIe 3.0 x16 host link, which the Pascal GPUs had too; the step is rescaled below
         prof = sim.profile(model, device="v100", example_input=torch.zeros(BATCH, 3, 224, 224, device="meta"))
         prof = prof.scaled(BATCH / single)  # a Pascal GPU's step, from the README's single-GPU rate
-        sim_cpu = sim.iteration(prof, cluster, framework="horovod-mpi", device="v100").throughput
+        sim_cpu = sim.iteration(prof, cluster, framework="horovod-cpu", device="v100").throughput
         sim_nccl = sim.iteration(prof, cluster, framework="horovod-nccl", device="v100").throughput
         params = sum(p.numel() for p in model.parameters()) / 1e6
         print(f"{name:10s} {params:8.1f} {cpu:10.1f} {nccl:7.1f} {cpu / nccl:6.2f}   "

@@ -123,7 +123,7 @@ def test_a_framework_adds_its_cost_per_message_and_the_message_level_refuses_it(
         sim.iteration(p, sim.survey.testbed(8), arch="allreduce", level="message")
     with pytest.raises(ValueError, match="arch='byteps'"):
         sim.iteration(p, c, arch="byteps", level="message")
-    with pytest.raises(ValueError, match="unknown framework 'mpi'; valid: ideal, horovod-nccl, horovod, horovod-mpi, bytescheduler, byteps, ddp"):
+    with pytest.raises(ValueError, match="unknown framework 'mpi'; valid: ideal, horovod-nccl, horovod, horovod-mpi, horovod-cpu, bytescheduler, byteps, ddp"):
         sim.iteration(p, c, framework="mpi")
 
 

@@ -14,11 +14,13 @@ quantitative survey's grid (Shi et al., IEEE Network 2021; HKBU-HPML/ddl-benchma
   tensor, all inside one node, so no network enters: the per-operation cost is the value for
   which :func:`commlab.sim.iteration` gives that speedup. Every all-reduce method pays it per
   message: BSP once, WFBP per layer, MG-WFBP per merged group.
-* ``horovod-mpi``: Horovod built without GPU operations, over MPI (Open MPI over TCP), as GRACE
-  ran it: the same negotiation, cycle and 1.08 ms per operation, and every collective staged
-  through host memory and reduced by the CPU (:func:`commlab.sim.data_path.staged_seconds`: PCIe
-  both ways, the fusion buffer's copies, the reduction under the wire). No new constant is fitted:
-  the staging's are data sheets' and the protocol model's copy rate.
+* ``horovod-mpi``: Horovod with GPU operations over CUDA-aware Open MPI on TCP
+  (``HOROVOD_GPU_OPERATIONS=MPI``), as GRACE's environment builds it: the same negotiation, cycle
+  and 1.08 ms per operation, and every collective staged by Open MPI through host memory, an
+  all-reduce reduced by a CPU core (:func:`commlab.sim.data_path.staged_seconds`, ``"cuda-aware"``).
+* ``horovod-cpu``: Horovod built without GPU operations, over MPI: the same, with each gradient
+  copied to host memory by the framework and fused in a host buffer (``"host"``). No new constant
+  is fitted for either: the staging's are data sheets' and the protocol model's copy rate.
 * ``bytescheduler``: ByteScheduler over Horovod hands Horovod each partition as its own operation
   (Peng et al., SOSP 2019), so it pays Horovod's 1.08 ms per 4 MB partition of a message. No new
   constant.
@@ -60,7 +62,7 @@ from dataclasses import dataclass
 
 from .. import checks
 from ..spec import COMPRESS_PER
-from .data_path import staged_seconds
+from .data_path import STAGINGS, staged_seconds
 
 
 @dataclass(frozen=True)
@@ -73,10 +75,17 @@ class Framework:
     partition: int | None = None
     compress_per: str = "bucket"
     schedule: str | None = None  # what it runs when no schedule is given (None: one message after backward)
-    staged: bool = False  # False: collectives on GPU buffers; True: staged through host memory
+    staging: str | None = None  # None: collectives on GPU buffers; else how they are staged through host memory
+
+    @property
+    def staged(self) -> bool:
+        """Are its collectives staged through host memory (:data:`commlab.sim.data_path.STAGINGS`)?"""
+        return self.staging is not None
 
     def __post_init__(self):
         checks.choice("compress_per", self.compress_per, COMPRESS_PER)
+        if self.staging is not None:
+            checks.choice("staging", self.staging, STAGINGS)
 
     def cost(self, nbytes: float) -> float:
         """Seconds this framework adds to a message of ``nbytes``."""
@@ -94,7 +103,7 @@ class Framework:
                 raise ValueError(f"framework={self.name!r} stages every collective through host memory over "
                                  "the GPU's PCIe link: give device= (a name of sim.DEVICES or a sim.Device), or "
                                  "a profile made by sim.profile(..., device=...)")
-            wire_s = staged_seconds(kind, nbytes, wire_s, gpus, device)
+            wire_s = staged_seconds(kind, nbytes, wire_s, gpus, device, self.staging)
         return wire_s + self.cost(nbytes)
 
 
@@ -105,8 +114,8 @@ FRAMEWORKS: dict[str, Framework] = {
     "ideal": Framework("ideal", 0.0),
     "horovod-nccl": _NCCL,
     "horovod": dataclasses.replace(_NCCL, name="horovod"),  # the survey's Horovod, built with NCCL
-    "horovod-mpi": Framework("horovod-mpi", HOROVOD_OP, compress_per="tensor", schedule=HOROVOD_CYCLE,
-                             staged=True),
+    "horovod-mpi": dataclasses.replace(_NCCL, name="horovod-mpi", staging="cuda-aware"),  # GRACE's build
+    "horovod-cpu": dataclasses.replace(_NCCL, name="horovod-cpu", staging="host"),
     "bytescheduler": Framework("bytescheduler", HOROVOD_OP, 4_000_000, compress_per="tensor"),
     "byteps": Framework("byteps", 0.565e-3, 4_096_000, compress_per="tensor"),
     "ddp": Framework("ddp", 0.0, schedule="fusion(mb=25)"),

@@ -11,10 +11,11 @@ median is taken here). The rest of GRACE's release judges the model and is not u
 :func:`compare` predicts every cell with :func:`commlab.sim.iteration`, from the project's own
 constants and this grid's **one-worker run only** (409.45 images/s at batch 64 sets the V100's
 step; nothing multi-worker enters): 8 nodes of one V100, TCP at the cell's rate
-(:func:`commlab.net.protocols.tcp`), ``framework="horovod-mpi"`` as GRACE ran it (each tensor
-compressed on its own, Horovod's cost per operation and its cycle, every collective staged through
-host memory: :mod:`commlab.sim.data_path`; ``framework="horovod-nccl"`` gives the same model
-without the staging), each compressor as :data:`SPECS` maps GRACE's
+(:func:`commlab.net.protocols.tcp`), ``framework="horovod-mpi"`` as GRACE's environment builds it
+(Horovod 0.18.2 with GPU operations over CUDA-aware Open MPI: each tensor compressed on its own,
+Horovod's cost per operation and its cycle, every collective staged through host memory by Open
+MPI: :mod:`commlab.sim.data_path`; ``framework="horovod-nccl"`` gives the same model without the
+staging), each compressor as :data:`SPECS` maps GRACE's
 method to ours ("+ef" where GRACE ran with its memory and ours has none of its own), its
 arithmetic timed as GRACE's TensorFlow operations, counted from its code
 (:class:`commlab.sim.grace_costs.GraceCosts`, :data:`GRACE`). GRACE's methods without a

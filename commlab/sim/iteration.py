@@ -28,9 +28,9 @@ message per layer as it is ready), MG-WFBP, ByteScheduler (4 MB partitions by pr
 parameter server, ``arch="byteps"``, one server machine per worker node), each with its
 framework's cost per operation (:mod:`commlab.sim.frameworks`).
 
-``framework=`` adds a framework's cost to every message, and with ``"horovod-mpi"`` stages every
-collective through host memory (:mod:`commlab.sim.data_path`; closed level only: the message level
-times the bytes of every point-to-point message and nothing else).
+``framework=`` adds a framework's cost to every message, and with ``"horovod-mpi"`` or
+``"horovod-cpu"`` stages every collective through host memory (:mod:`commlab.sim.data_path`; closed
+level only: the message level times the bytes of every point-to-point message and nothing else).
 
 ``compress=`` (a spec of :mod:`commlab.compress`, any registered compressor or chain) sends each
 message as the compressor's collectives and charges its encoding and decoding on the profile's
