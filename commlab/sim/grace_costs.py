@@ -23,11 +23,11 @@ per TensorFlow operation that launches a GPU kernel, read off their code and not
 * **PowerSGD** on TensorFlow's layout of a kernel (``layout="tensorflow"``,
   :mod:`commlab.compress.matrix`), rank 1: a QR of Q and of P per matrix, three products, the
   momentum GRACE updates twice, once in its memory's update and once in the final decompress.
-  TensorFlow (GRACE's environment is 1.15) registers ``tf.linalg.qr``'s GPU kernel with its input
-  and outputs in host memory (``qr_op_float.cc``: the cuSOLVER kernel was disabled in 2018 for a
-  bug, tensorflow/tensorflow issue 20099), so each QR is a round trip: the matrix down to the
-  host, Eigen's Householder QR on a core, Q back up (:func:`host_qr`). Even 1x1 kernels, which
-  this library would send raw, go through it.
+  TensorFlow (1.14 in GRACE's environment of 2020, 1.15 in 2021's) registers ``tf.linalg.qr``'s
+  GPU kernel with its input and outputs in host memory (``qr_op_float.cc``: the cuSOLVER kernel was
+  disabled in 2018 for a bug, tensorflow/tensorflow issue 20099), so each QR is a round trip: the
+  factor down to the host, Eigen's Householder QR on a core, Q back up (:func:`host_qr`). Even 1x1
+  kernels, which this library would send raw, go through it.
 
 Grappler's constant folding drops GRACE's multiplications by 1.0; common subexpressions (the
 same ``abs``, the same ``tf.where``) count once. Each kernel is charged the device's ``launch``;
