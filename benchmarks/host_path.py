@@ -5,12 +5,12 @@
 ``framework="horovod-cpu"`` (:mod:`commlab.sim.data_path`) charges one CPU core for Horovod's
 fusion-buffer copies (``bytes / host_bandwidth``, the device's copy rate of one host core), and
 it and ``"horovod-mpi"`` charge the ring's reduction (three bytes of memory traffic per byte
-reduced, at the same rate) and the GPU's PCIe link for the copies to and from host memory. This script times, on one thread of
-the machine it runs on: a copy into an existing buffer (the fusion copy), a copy into a fresh
-buffer, and an in-place sum of a received block into local data (``a += b``, MPI's reduction),
-over ``--mb`` megabytes of fp32, the median of ``--repeats`` calls after one warm-up; and with a
-CUDA device, pinned copies down and up. It prints each rate beside the rate the model charges on
-a V100 and the milliseconds each would take for ResNet-50's 102 MB.
+reduced, at the same rate) and the GPU's PCIe link for the copies to and from host memory. This
+script times, on one thread of the machine it runs on: a copy into an existing buffer (the fusion
+copy), a copy into a fresh buffer, and an in-place sum of a received block into local data
+(``a += b``, MPI's reduction), over ``--mb`` megabytes of fp32, the median of ``--repeats`` calls
+after one warm-up; and with a CUDA device, pinned copies down and up. It prints each rate beside
+the rate the model charges on a V100 and the milliseconds each would take for ResNet-50's 102 MB.
 """
 from __future__ import annotations
 

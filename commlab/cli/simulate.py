@@ -31,7 +31,8 @@ def run(p, a) -> int:
     timeline = it.timeline
     comm = timeline[timeline.stream == "comm"]
     print(f"{a.profile or a.model} on {cluster}, {a.method}:")
-    print(f"  {it.time * 1e3:.4g} ms per iteration; compute {it.single * 1e3:.4g} ms; {len(comm)} message{'' if len(comm) == 1 else 's'}, "
+    messages = f"{len(comm)} message{'' if len(comm) == 1 else 's'}"
+    print(f"  {it.time * 1e3:.4g} ms per iteration; compute {it.single * 1e3:.4g} ms; {messages}, "
           f"{comm.bytes.sum() / 1e6:.4g} MB; communication ends {comm.end.max() * 1e3:.4g} ms after backward starts")
     print(f"  speedup {it.speedup:.3g} over one GPU ({it.speedup / a.gpus:.0%} of linear), "
           f"{it.throughput:.5g} samples/s")

@@ -13,7 +13,8 @@ reads GPU memory, the bytes cross the GPU's host link, in one of two ways (``sta
   collectives are point-to-point on device memory, where Open MPI's CUDA-aware convertor copies
   each fragment to or from a host buffer as the TCP transport sends or receives it: a ring
   all-gather crosses the link with every block it sends and receives, ``2 (P-1) n`` bytes, beside
-  the wire: ``max(wire, 2 (P-1) n / pcie)``.
+  the wire: ``max(wire, 2 (P-1) n / pcie)``. A tree that reduces (gTop-k's) is charged as an
+  all-reduce, copied down and back once.
 * ``"host"``: Horovod built without GPU operations (its "CPU version"): it registers its
   TensorFlow operations for the CPU only, so each gradient is copied to host memory before the
   operation and back after, and Horovod fuses in a host buffer. Per collective of n bytes among P

@@ -24,9 +24,9 @@ counterpart here (:data:`UNMATCHED`) are left out, and said so.
 **What GRACE's code sends** (:data:`SPECS`). The mapping follows GRACE's TensorFlow compressors
 (sands-lab/grace, ``grace_dl/tensorflow/compressor``), not this library's defaults:
 
-* signSGD, signum, EF-signSGD and 1-bit SGD send ``tensor >= 0`` as a bool, TernGrad an int8 and
-  QSGD (``quantum_num`` 127) an int8 per coordinate: ``coding="bytes"``, 8 bits where ours pack 1
-  or a few;
+* signSGD, signum and EF-signSGD send ``tensor >= 0`` as a bool and 1-bit SGD ``tensor < 0``,
+  TernGrad an int8 and QSGD (``quantum_num`` 127) an int8 per coordinate: ``coding="bytes"``, 8
+  bits where ours pack 1 or a few;
 * PowerSGD runs at rank 1 (GRACE's ``compress_rank``) on ``tf.reshape(tensor, [shape[0], -1])``,
   and TensorFlow holds a conv kernel as [kh, kw, cin, cout]: a 3x3 kernel becomes a 3-row matrix
   and a 1x1 kernel a single row, so "rank 1" sends a third of a 3x3 kernel and all of a 1x1

@@ -8,11 +8,12 @@ per TensorFlow operation that launches a GPU kernel, read off their code and not
 
 * **no checks**: GRACE never asks whether a gradient is finite, where this library sums every
   tensor and waits for the answer (one host round trip per tensor);
-* **host round trips where TensorFlow needs a value on the host**: ``tf.where`` and
-  ``tf.boolean_mask`` (the output's size), and DGC's ``tf.while_loop`` and ``tf.cond`` on a
-  count (the predicate), as their kernels require;
-* **one byte per sign or level**: the casts and the arithmetic of ``x >= 0``, ``tf.cast(s) * 2 - 1``,
-  ``tf.cast(level, tf.int8)``, no bit packing;
+* **host round trips where TensorFlow needs a value on the host**: the one-argument ``tf.where``
+  and ``tf.boolean_mask`` (the output's size; the three-argument ``tf.where`` is an elementwise
+  select), and DGC's ``tf.while_loop`` and ``tf.cond`` on a count (the predicate), as their
+  kernels require;
+* **one byte per sign or level**: the casts and the arithmetic of ``x >= 0`` (1-bit SGD: ``x < 0``),
+  ``tf.cast(s) * 2 - 1``, ``tf.cast(level, tf.int8)``, no bit packing;
 * **decoding an all-gather** (GRACE's ``Allgather`` communicator): per rank, a slice of the
   gathered buffer and the compressor's ``decompress``, then ``aggregate`` (``tf.math.add_n`` and
   the division by the workers, or the compressor's own majority vote); an all-reduce divides by
@@ -162,7 +163,7 @@ def onebit(d, f, c):
 
 
 def host_qr(rows: int, d: int) -> KernelWork:
-    """``tf.linalg.qr`` of a rows x 1 matrix in TensorFlow 1.15: a host round trip, and
+    """``tf.linalg.qr`` of a rows x 1 matrix in TensorFlow 1.14 and 1.15: a host round trip, and
     :data:`QR_HOST_PASSES` passes of the matrix through host memory (in passes over d)."""
     return SYNC + KernelWork(host=QR_HOST_PASSES * rows / d)
 
