@@ -38,12 +38,15 @@ counterpart here (:data:`UNMATCHED`) are left out, and said so.
 the model did before it read GRACE's code: ``compare(specs=grace.LIBRARY_SPECS)``.
 :func:`summary` gives the median error per bandwidth and per family, how often the model is right
 about whether a compressor is faster than none at that bandwidth, and the measured rank of the
-compressor the model ranks first.
+compressor the model ranks first. :func:`implied_gbits` reads the testbed: the link rate at which
+the model reproduces an uncompressed run (about 1.8, 9.1 and 10 Gb/s at GRACE's 1, 10 and 25 Gb/s;
+what MPI reaches over TCP elsewhere: :mod:`commlab.net.mpi_tcp`), never used to predict.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from functools import lru_cache
 
@@ -51,6 +54,7 @@ import pandas as pd
 
 from ..compress import get
 from ..net import protocols
+from ..net.link import LinkModel
 from .cluster import Cluster
 from .devices import DEVICES, profile
 from .grace_costs import GraceCosts
@@ -136,6 +140,30 @@ def testbed(gbits: float, second_gbits: float = 0.0) -> Cluster:
     interface that is up unless told otherwise), as one link of the summed rate: a hypothesis
     about GRACE's nodes, not part of the model (0, the default: none)."""
     return Cluster(WORKERS, 1, inter=protocols.tcp(gbits + second_gbits).link())
+
+
+def implied_gbits(gbits: float, framework="horovod-mpi", low: float = 0.05, high: float = 400.0) -> float:
+    """The rate (Gb/s of data, one TCP link per node) at which the model predicts GRACE's measured
+    uncompressed throughput at ``gbits``, by bisection: a diagnostic of the testbed, never used by
+    the model. inf where the measured run is faster than the model allows at ``high`` (its step
+    alone is slower than the measured run), ``low`` where it is slower than at ``low``."""
+    measured = grid().query(f"gbits == {gbits} and method == 'none'").images_per_s
+    if measured.empty:
+        raise ValueError(f"GRACE's grid has no uncompressed run at gbits={gbits!r}; it has 1, 10 and 25")
+
+    def predicted(rate):
+        link = LinkModel(protocols.tcp(gbits).latency, 8 / (rate * 1e9), f"{rate:.3g} Gb/s")
+        return iteration(v100_profile(), Cluster(WORKERS, 1, inter=link), framework=framework).throughput
+
+    target = measured.iloc[0]
+    if predicted(high) < target:
+        return math.inf
+    if predicted(low) > target:
+        return low
+    for _ in range(50):  # geometric bisection: the throughput rises with the rate
+        mid = math.sqrt(low * high)
+        low, high = (mid, high) if predicted(mid) < target else (low, mid)
+    return math.sqrt(low * high)
 
 
 def compare(framework="horovod-mpi", specs=None, compress_costs=GRACE, second_gbits=0.0,
