@@ -76,10 +76,10 @@ def test_the_rate_an_uncompressed_run_implies_reproduces_it():
         link = LinkModel(25e-6, 8 / (gbits * 1e9))
         return iteration(grace.v100_profile(), Cluster(grace.WORKERS, 1, inter=link), framework="horovod-mpi").throughput
 
-    rate = grace.implied_gbits(10.0)
+    rate = grace.uncompressed_rate(10.0)
     measured = grace.grid().query("gbits == 10 and method == 'none'").images_per_s.iloc[0]
     assert predicted(rate * 0.999) <= measured <= predicted(rate * 1.001)   # Horovod's cycles make it a staircase
-    assert grace.implied_gbits(1.0) > 1.0                                  # faster than 1 Gb/s allows
-    assert grace.implied_gbits(1.0, high=0.5) == math.inf and grace.implied_gbits(25.0, low=20.0) == 20.0
+    assert grace.uncompressed_rate(1.0) > 1.0                                  # faster than 1 Gb/s allows
+    assert grace.uncompressed_rate(1.0, high=0.5) == math.inf and grace.uncompressed_rate(25.0, low=20.0) == 20.0
     with pytest.raises(ValueError, match="no uncompressed run at gbits=40; it has 1, 10 and 25"):
-        grace.implied_gbits(40)
+        grace.uncompressed_rate(40)

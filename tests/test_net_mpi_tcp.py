@@ -1,5 +1,5 @@
-"""commlab.net.mpi_tcp: the literature's measurements of MPI over one TCP connection, each within
-what its wire can carry, set beside the nominal TCP link at the same line rate."""
+"""commlab.net.mpi_tcp: the literature's measurements of MPI over TCP, each within what its wire
+can carry, set beside the nominal TCP link at the same line rate."""
 import pytest
 
 from commlab.net import mpi_tcp
@@ -7,8 +7,8 @@ from commlab.net.protocols import TCP_PAYLOAD, tcp
 
 
 def test_no_measurement_beats_its_wire():
-    for r in mpi_tcp.MEASURED:   # framing leaves 94.1% of a line to data: nothing measured may exceed it
-        assert 0 < r.gbits <= r.line_gbits * TCP_PAYLOAD, r
+    for r in mpi_tcp.MEASURED:   # jumbo frames may leave more than 1500-byte frames' 94.1%, never more than the line
+        assert 0 < r.gbits <= r.line_gbits, r
         assert r.setting and r.source
 
 

@@ -17,9 +17,10 @@ negligible and we leave it out. The profiles below are nominal line rates with t
 and a 10 GB/s memory copy per core, assumptions, not measurements; with them a TCP stream reaches
 0.92 Gb/s of 1GbE (the framing limit, 0.94 Gb/s, is what a bulk transfer reports there), 7.6 of
 10GbE, 14.8 of 25GbE and 28 of 100GbE: on 1 and 10GbE the wire is the bottleneck, on 25GbE and
-above the copying core. What MPI was measured to reach over one TCP connection
-(:mod:`commlab.net.mpi_tcp`, with sources) brackets them: 0.9 Gb/s on 1GbE, 6.1 to 9.4 on 10GbE
-(an untuned host and a tuned one), 10 to 23 on 25 and 100GbE, where the host, not the wire, decides.
+above the copying core. What MPI was measured to reach (:mod:`commlab.net.mpi_tcp`, with sources)
+sits at or below these rates except on a tuned 10GbE host: 0.9 Gb/s on 1GbE, 6.1 to 9.4 on 10GbE
+(an untuned host and a tuned one), and on 25 and 100GbE about 10 to 16.5 over one connection and
+22.8 over 36 connections for one pair of ranks.
 
 The pattern to reproduce (Shi et al., "A Quantitative Survey of Communication Optimizations in
 Distributed Deep Learning", IEEE Network 2021, section 2.3.3): the same job scales best on 100Gb

@@ -38,9 +38,9 @@ counterpart here (:data:`UNMATCHED`) are left out, and said so.
 the model did before it read GRACE's code: ``compare(specs=grace.LIBRARY_SPECS)``.
 :func:`summary` gives the median error per bandwidth and per family, how often the model is right
 about whether a compressor is faster than none at that bandwidth, and the measured rank of the
-compressor the model ranks first. :func:`implied_gbits` reads the testbed: the link rate at which
-the model reproduces an uncompressed run (about 1.8, 9.1 and 10 Gb/s at GRACE's 1, 10 and 25 Gb/s;
-what MPI reaches over TCP elsewhere: :mod:`commlab.net.mpi_tcp`), never used to predict.
+compressor the model ranks first. :func:`uncompressed_rate` is the link rate the model would need
+to reproduce an uncompressed run (about 1.8, 9.1 and 10 Gb/s at GRACE's 1, 10 and 25 Gb/s; compare
+what MPI reached over TCP elsewhere, :mod:`commlab.net.mpi_tcp`): a diagnostic, never used to predict.
 """
 from __future__ import annotations
 
@@ -142,10 +142,10 @@ def testbed(gbits: float, second_gbits: float = 0.0) -> Cluster:
     return Cluster(WORKERS, 1, inter=protocols.tcp(gbits + second_gbits).link())
 
 
-def implied_gbits(gbits: float, framework="horovod-mpi", low: float = 0.05, high: float = 400.0) -> float:
-    """The rate (Gb/s of data, one TCP link per node) at which the model predicts GRACE's measured
-    uncompressed throughput at ``gbits``, by bisection: a diagnostic of the testbed, never used by
-    the model. inf where the measured run is faster than the model allows at ``high`` (its step
+def uncompressed_rate(gbits: float, framework="horovod-mpi", low: float = 0.05, high: float = 400.0) -> float:
+    """The rate (Gb/s of data, one link per node) the model would need to predict GRACE's measured
+    uncompressed throughput at ``gbits``, by bisection: a diagnostic that also carries the model's
+    other errors (compute, overlap, staging), never used to predict. inf where the measured run is faster than the model allows at ``high`` (its step
     alone is slower than the measured run), ``low`` where it is slower than at ``low``."""
     measured = grid().query(f"gbits == {gbits} and method == 'none'").images_per_s
     if measured.empty:
