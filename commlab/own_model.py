@@ -121,7 +121,7 @@ def provenance(profile, source: str, first=None, net: str | None = None, device:
         flags = [f"--model {about['model']}", f"--data {data}", f"--workers {first['workers']}"]
         flags += [f'--{k} "{first[k]}"' for k in ("sync", "arch", "compress", "schedule") if first[k] is not None]
         flags += [f"--profile {shlex.quote(str(source))}", f"--batch-size {profile.batch}"]
-        flags += ([f"--net {net}"] if net else []) + ([f"--device {device}"] if device else [])
+        flags += ([f"--net {shlex.quote(net)}"] if net else []) + ([f"--device {device}"] if device else [])
         if not about.get("data"):
             lines.append("in the command below, replace YOUR_LOADER by your pkg.module:loader or a built-in data "
                          "set (profile --data records it)")

@@ -65,3 +65,6 @@ def test_provenance_prints_the_train_command_last_with_the_device_mapped_to():
     assert lines[-1] == ("to train the first row: python -m commlab train --model mine_model:build --data YOUR_LOADER "
                          "--workers 8 --sync \"bsp\" --arch \"ring\" --profile 'my dir/p.json' --batch-size "
                          f"{measured.batch} --net 10GbE --device v100")
+    measured_link = own_model.provenance(dataclasses.replace(measured, about=about), "p.json", first,
+                                         "link(gbits=9.4, latency_us=25)")
+    assert measured_link[-1].endswith("--net 'link(gbits=9.4, latency_us=25)'")   # quoted: it runs as printed

@@ -1,12 +1,17 @@
 """What ``simulate`` and ``advise`` share: the flags of a cluster and of the model to put on it (a
 built-in name, or a profile file with ``--profile``), read into :mod:`commlab.sim`'s objects, and
-the sentence wrapping of their reports."""
+the sentence wrapping of their reports; and, with ``train`` too, a link flag's measured form,
+``link(gbits=G, latency_us=L)`` (:func:`link_arg`)."""
 from __future__ import annotations
 
 import textwrap
 
-from .. import sim
+from .. import checks, sim
+from ..net.link import LinkModel
+from ..spec import parse_one
 from .names import check_name
+
+MEASURED_LINK = "link(gbits=G, latency_us=L)"  # a link you measured, where a flag takes a link name
 
 
 def say(text: str, width: int = 100) -> None:
@@ -20,8 +25,33 @@ def add_cluster_flags(parser, model_help: str) -> None:
     parser.add_argument("--model", default=None, help=model_help)
     parser.add_argument("--gpus", type=int, default=32)
     parser.add_argument("--gpus-per-node", type=int, default=4)
-    parser.add_argument("--net", default="100GbIB", help="the link between nodes (a cluster link)")
-    parser.add_argument("--intra", default="PCIe3-mgwfbp", help="the link inside a node (a cluster link)")
+    parser.add_argument("--net", default="100GbIB", help=f"the link between nodes (a cluster link, or {MEASURED_LINK}: "
+                                                       "one you measured, e.g. with osu_bw and osu_latency)")
+    parser.add_argument("--intra", default="PCIe3-mgwfbp", help=f"the link inside a node (a cluster link, or "
+                                                                f"{MEASURED_LINK})")
+
+
+def link_arg(p, flag: str, value):
+    """The link a flag names: ``value`` itself (a name, checked where it is used), or, written
+    ``link(gbits=G, latency_us=L)``, a link you measured: one connection's data rate in Gb/s and
+    one message's latency in microseconds, as ``osu_bw`` and ``osu_latency`` between two nodes
+    report them (what MPI reaches over TCP elsewhere: :mod:`commlab.net.mpi_tcp`), as a LinkModel
+    named by that text. Anything else in that form ends with ``p.error`` and the form."""
+    if not isinstance(value, str) or not value.replace(" ", "").lower().startswith("link("):
+        return value
+    form = f"{flag} {value!r}: give {MEASURED_LINK}, a measured data rate in Gb/s and a latency in microseconds"
+    try:
+        spec = parse_one(value)
+    except ValueError as e:
+        p.error(f"{form} ({e})")
+    if spec.args or set(spec.kwargs) != {"gbits", "latency_us"}:
+        p.error(form)
+    try:
+        gbits = checks.positive("gbits", spec.kwargs["gbits"], unit="Gb/s")
+        latency = checks.number("latency_us", spec.kwargs["latency_us"], 0, unit="microseconds")
+    except (TypeError, ValueError) as e:
+        p.error(f"{form} ({e})")
+    return LinkModel(latency * 1e-6, 8 / (gbits * 1e9), f"link(gbits={gbits:g}, latency_us={latency:g})")
 
 
 def add_profile_flags(parser) -> None:
@@ -76,7 +106,8 @@ def cluster_from(p, a):
     if a.gpus % g:
         hint = f"; for one node of {a.gpus} GPUs give --gpus-per-node {a.gpus}" if a.gpus < g else ""
         p.error(f"--gpus {a.gpus} must be a multiple of --gpus-per-node {g} (whole nodes){hint}")
+    intra, inter = link_arg(p, "--intra", a.intra), link_arg(p, "--net", a.net)
     try:
-        return sim.Cluster(a.gpus // g, g, intra=a.intra, inter=a.net), g
+        return sim.Cluster(a.gpus // g, g, intra=intra, inter=inter), g
     except ValueError as e:
         p.error(str(e))

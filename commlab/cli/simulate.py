@@ -49,7 +49,7 @@ def run(p, a) -> int:
         if n > g and n % g:
             continue
         gn = min(g, n)
-        c = sim.Cluster(n // gn, gn, intra=a.intra, inter=a.net)
+        c = sim.Cluster(n // gn, gn, intra=cluster.intra, inter=cluster.inter)
         rows.append((n, {m: sim.iteration(model, c, method=m).speedup for m in sim.METHODS}))
     width = max(len(m) for m in sim.METHODS)
     print("\nspeedup over one GPU\n" + "GPUs".rjust(5) + "".join(m.rjust(width + 1) for m in sim.METHODS))

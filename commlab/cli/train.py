@@ -23,6 +23,7 @@ from ..files import write_atomic
 from ..history import Diverged
 from ..runtime import RUNTIMES, RankError
 from ..spec import COMPRESS_PER
+from .cluster import MEASURED_LINK, link_arg
 from .names import check_name, epilog
 from .outputs import check_output
 
@@ -42,7 +43,7 @@ def add(sub, fmt) -> None:
     t.add_argument("--compress-per", default="bucket", choices=COMPRESS_PER,
                    help="compressed messages: the fused buffer (bucket) or one per parameter tensor")
     t.add_argument("--schedule", default=None, help='e.g. wfbp, "fusion(mb=25)", mg_wfbp')
-    t.add_argument("--net", default=None, help="a link for the simulated clock, e.g. 10GbE")
+    t.add_argument("--net", default=None, help=f"a link for the simulated clock, e.g. 10GbE or {MEASURED_LINK}")
     t.add_argument("--profile", default=None,
                    help="a profile file (python -m commlab profile): the simulated clock charges a step the profile's "
                         "measured compute (scaled to --batch-size); needs --net")
@@ -81,7 +82,7 @@ def _profiled_network(p, a, model, data):
         if step <= 0:
             raise ValueError(f"{a.profile}: the profile's step takes no time")
         rate = per_sample * profile.batch / step
-        network = Network(a.net, flops=rate)
+        network = Network(link_arg(p, "--net", a.net), flops=rate)
     except (ValueError, FileNotFoundError, KeyError) as e:
         p.error(f"--profile: {e}")
     print(f"the simulated clock charges a step {step * a.batch_size / profile.batch * 1e3:.4g} ms of compute: "
@@ -155,7 +156,7 @@ def run(p, a) -> int:
     out, png = _outputs(p, a)
     if a.steps < 1:
         p.error(f"--steps {a.steps} must be >= 1")
-    net = a.net
+    net = link_arg(p, "--net", a.net)
     if a.profile is not None or a.device is not None:
         net = _profiled_network(p, a, model, data)
     try:
