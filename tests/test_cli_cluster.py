@@ -40,7 +40,8 @@ def test_a_bad_profile_exits_2_with_the_reason(mine, capsys, args, says):
     assert re.search(says, capsys.readouterr().err)
 
 
-def test_a_measured_link_is_the_link_the_cluster_runs_on(capsys):
+def test_a_measured_link_is_the_link_the_cluster_runs_on(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)   # train writes run.csv and run.png here
     from commlab import sim
     from commlab.net.link import LinkModel
 
@@ -63,7 +64,8 @@ def test_a_measured_link_is_the_link_the_cluster_runs_on(capsys):
     ("link(gbits=9.4)", "give link(gbits=G, latency_us=L)"),
     ("link(gbits=9.4, latency_us=25", "was never closed"),
 ])
-def test_a_bad_measured_link_exits_2_with_its_form(capsys, value, says):
+def test_a_bad_measured_link_exits_2_with_its_form(tmp_path, monkeypatch, capsys, value, says):
+    monkeypatch.chdir(tmp_path)
     for command in (["simulate", "--net", value], ["advise", "--intra", value], ["train", "--net", value]):
         with pytest.raises(SystemExit) as stop:
             main(command)
