@@ -73,8 +73,9 @@ def test_the_rate_an_uncompressed_run_implies_reproduces_it():
     from commlab.sim import Cluster, iteration
 
     def predicted(gbits):  # the model's uncompressed throughput on one link of ``gbits`` per node
-        link = LinkModel(25e-6, 8 / (gbits * 1e9))
-        return iteration(grace.v100_profile(), Cluster(grace.WORKERS, 1, inter=link), framework="horovod-mpi").throughput
+        link = LinkModel(25e-6, 8 / (gbits * 1e9))   # the closed form, not LinkModel.of_rate: an oracle
+        cluster = Cluster(grace.WORKERS, 1, inter=link)
+        return iteration(grace.v100_profile(), cluster, framework="horovod-mpi").throughput
 
     rate = grace.uncompressed_rate(10.0)
     measured = grace.grid().query("gbits == 10 and method == 'none'").images_per_s.iloc[0]

@@ -51,7 +51,7 @@ def link_arg(p, flag: str, value):
         latency = checks.number("latency_us", spec.kwargs["latency_us"], 0, unit="microseconds")
     except (TypeError, ValueError) as e:
         p.error(f"{form} ({e})")
-    return LinkModel(latency * 1e-6, 8 / (gbits * 1e9), f"link(gbits={gbits:g}, latency_us={latency:g})")
+    return LinkModel.of_rate(gbits, latency * 1e-6, f"link(gbits={gbits:g}, latency_us={latency:g})")
 
 
 def add_profile_flags(parser) -> None:

@@ -35,6 +35,14 @@ class LinkModel:
         if not (self.alpha >= 0 and self.beta >= 0):
             raise ValueError(f"LinkModel needs alpha >= 0 and beta >= 0, got alpha={self.alpha!r}, beta={self.beta!r}")
 
+    @classmethod
+    def of_rate(cls, gbits: float, latency: float, name: str = "custom") -> "LinkModel":
+        """A link of ``gbits`` Gb/s of data and ``latency`` seconds per message (a measured
+        ``osu_bw`` and ``osu_latency``, say): beta = 8 / (gbits x 1e9)."""
+        if not gbits > 0:
+            raise ValueError(f"LinkModel.of_rate needs gbits > 0, got {gbits!r}")
+        return cls(latency, _gbit(gbits), name)
+
     def time(self, nbytes: float) -> float:
         """Seconds to deliver one message of ``nbytes`` bytes."""
         return self.alpha + nbytes * self.beta

@@ -145,14 +145,14 @@ def testbed(gbits: float, second_gbits: float = 0.0) -> Cluster:
 def uncompressed_rate(gbits: float, framework="horovod-mpi", low: float = 0.05, high: float = 400.0) -> float:
     """The rate (Gb/s of data, one link per node) the model would need to predict GRACE's measured
     uncompressed throughput at ``gbits``, by bisection: a diagnostic that also carries the model's
-    other errors (compute, overlap, staging), never used to predict. inf where the measured run is faster than the model allows at ``high`` (its step
-    alone is slower than the measured run), ``low`` where it is slower than at ``low``."""
+    other errors (compute, overlap, staging), never used to predict. inf where the measured run is
+    faster than the model allows even at ``high``; ``low`` where it is slower than at ``low``."""
     measured = grid().query(f"gbits == {gbits} and method == 'none'").images_per_s
     if measured.empty:
         raise ValueError(f"GRACE's grid has no uncompressed run at gbits={gbits!r}; it has 1, 10 and 25")
 
     def predicted(rate):
-        link = LinkModel(protocols.tcp(gbits).latency, 8 / (rate * 1e9), f"{rate:.3g} Gb/s")
+        link = LinkModel.of_rate(rate, protocols.tcp(gbits).latency, f"{rate:.3g} Gb/s")
         return iteration(v100_profile(), Cluster(WORKERS, 1, inter=link), framework=framework).throughput
 
     target = measured.iloc[0]
